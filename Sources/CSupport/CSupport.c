@@ -1,0 +1,2 @@
+// CSupport is header-only; SwiftPM needs one translation unit per C target.
+#include "CSupport.h"

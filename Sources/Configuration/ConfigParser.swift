@@ -1,0 +1,320 @@
+import Directory
+import Glibc
+
+/// A key lookupd.conf accepts, with the text the manual shows for it.
+public struct ConfigKey: Sendable {
+    public let name: String
+    public let syntax: String
+    public let repeatable: Bool
+    public let summary: String
+    let apply: @Sendable (inout ConfigParser.State, String) throws(ConfigParser.ValueError) -> Void
+}
+
+/// Reads lookupd.conf: `key = value` lines, `#` comments (whole lines, or
+/// after whitespace), values optionally in double quotes. Unknown keys,
+/// repeated single keys and bad values are errors naming file and line.
+/// Relative paths are taken relative to the folder holding the config file.
+public enum ConfigParser {
+    public struct ValueError: Error { public var message: String; init(_ m: String) { message = m } }
+
+    struct State {
+        var config = LookupdConfig()
+        var folder: String
+        var countryCode: UInt64 = 86
+        var nationalPrefix = "0"
+        var internationalPrefix = "00"
+        var nationalLength: ClosedRange<Int>? = nil
+        var allowFrom: [CIDR] = []
+        var sawAllowFrom = false
+
+        func resolve(_ path: String) -> String {
+            path.hasPrefix("/") ? path : (folder == "." ? path : folder + "/" + path)
+        }
+    }
+
+    /// Every accepted key, in the order the manual lists them.
+    public static let keys: [ConfigKey] = [
+        ConfigKey(name: "directory", syntax: "PATH [name=NAME] [block-response=603|607|608|603+]", repeatable: true,
+                  summary: "A compiled directory file (.lkd). Repeat for several; the order is the priority order.") { s, v throws(ValueError) in
+            var words = try splitWords(v)
+            guard !words.isEmpty else { throw ValueError("expected a path") }
+            var entry = DirectoryConfig(path: s.resolve(words.removeFirst()))
+            for word in words {
+                guard let eq = word.firstIndex(of: "=") else { throw ValueError("expected key=value after the path, got '\(word)'") }
+                let key = String(word[..<eq]), value = String(word[word.index(after: eq)...])
+                switch key {
+                case "name":
+                    guard !value.isEmpty else { throw ValueError("name= needs a value") }
+                    entry.name = value
+                case "block-response":
+                    guard let r = BlockResponse(rawValue: value) else { throw ValueError("block-response must be 603, 607, 608 or 603+") }
+                    entry.blockResponse = r
+                default: throw ValueError("unknown directory option '\(key)' (expected name= or block-response=)")
+                }
+            }
+            s.config.directories.append(entry)
+        },
+        ConfigKey(name: "contacts", syntax: "PATH", repeatable: true,
+                  summary: "A contacts list (.csv with name,number or .vcf). Contacts are never blocked and are labelled with their name.") { s, v throws(ValueError) in
+            guard !v.isEmpty else { throw ValueError("expected a path") }
+            s.config.contacts.append(s.resolve(v))
+        },
+        ConfigKey(name: "country-code", syntax: "DIGITS", repeatable: false,
+                  summary: "Home country calling code for numbers written without one (default 86).") { s, v throws(ValueError) in
+            guard let cc = UInt64(v), cc >= 1, cc <= 999, !v.hasPrefix("0") else { throw ValueError("expected 1 to 3 digits without a leading zero") }
+            s.countryCode = cc
+        },
+        ConfigKey(name: "national-prefix", syntax: "DIGITS", repeatable: false,
+                  summary: "National trunk prefix (default 0; empty for none).") { s, v throws(ValueError) in
+            s.nationalPrefix = v
+        },
+        ConfigKey(name: "international-prefix", syntax: "DIGITS", repeatable: false,
+                  summary: "International (exit) prefix (default 00).") { s, v throws(ValueError) in
+            s.internationalPrefix = v
+        },
+        ConfigKey(name: "national-number-length", syntax: "MIN[-MAX]", repeatable: false,
+                  summary: "Digits a national number may have after the trunk prefix (default by country, 10-11 for 86). Shorter numbers are extensions, not numbers.") { s, v throws(ValueError) in
+            let parts = v.split(separator: "-")
+            guard parts.count == 1 || parts.count == 2, let lo = Int(parts[0]), let hi = Int(parts.last!), lo <= hi else {
+                throw ValueError("expected MIN or MIN-MAX, e.g. 10-11")
+            }
+            s.nationalLength = lo...hi
+        },
+        ConfigKey(name: "listen", syntax: "udp:HOST:PORT | tcp:HOST:PORT", repeatable: true,
+                  summary: "SIP address to serve (IPv6 as udp:[::1]:5060). Repeat for several.") { s, v throws(ValueError) in
+            guard let address = ListenAddress(v) else { throw ValueError("expected udp:HOST:PORT or tcp:HOST:PORT (IPv6 in brackets)") }
+            s.config.listen.append(address)
+        },
+        ConfigKey(name: "mode", syntax: "redirect", repeatable: false,
+                  summary: "How verdicts are delivered: redirect answers every INVITE with a final response.") { s, v throws(ValueError) in
+            guard let mode = ServiceMode(rawValue: v) else { throw ValueError("mode must be redirect") }
+            s.config.mode = mode
+        },
+        ConfigKey(name: "workers", syntax: "N | auto", repeatable: false,
+                  summary: "Worker threads (default auto: one per core).") { s, v throws(ValueError) in
+            if v == "auto" { s.config.workers = nil; return }
+            guard let n = Int(v), n >= 1, n <= 256 else { throw ValueError("expected auto or a number from 1 to 256") }
+            s.config.workers = n
+        },
+        ConfigKey(name: "allow-from", syntax: "CIDR[, CIDR...]", repeatable: true,
+                  summary: "Sources answered; others are refused (see refuse-action). Default: every source.") { s, v throws(ValueError) in
+            s.sawAllowFrom = true
+            s.allowFrom += try parseCIDRs(v)
+        },
+        ConfigKey(name: "refuse-action", syntax: "403 | drop", repeatable: false,
+                  summary: "What a source outside allow-from gets: 403 Forbidden (default) or silence.") { s, v throws(ValueError) in
+            guard let action = RefusalAction(rawValue: v) else { throw ValueError("expected 403 or drop") }
+            s.config.refusalAction = action
+        },
+        ConfigKey(name: "trust-asserted-identity-from", syntax: "CIDR[, CIDR...]", repeatable: true,
+                  summary: "Peers whose P-Asserted-Identity is taken as the caller instead of From.") { s, v throws(ValueError) in
+            s.config.trustAssertedIdentityFrom += try parseCIDRs(v)
+        },
+        ConfigKey(name: "block-response", syntax: "603 | 607 | 608 | 603+", repeatable: false,
+                  summary: "Final response for blocked callers (default 603); a directory's own block-response= wins.") { s, v throws(ValueError) in
+            guard let r = BlockResponse(rawValue: v) else { throw ValueError("expected 603, 607, 608 or 603+") }
+            s.config.blockResponse = r
+        },
+        ConfigKey(name: "unknown-response", syntax: "302 | 404 | 503", repeatable: false,
+                  summary: "Final response for callers no list knows (default 302 without a label).") { s, v throws(ValueError) in
+            guard let r = UnknownResponse(rawValue: v) else { throw ValueError("expected 302, 404 or 503") }
+            s.config.unknownResponse = r
+        },
+        ConfigKey(name: "label-header", syntax: "NAME", repeatable: false,
+                  summary: "Header carrying the label in answers (default X-Caller-Label).") { s, v throws(ValueError) in
+            guard !v.isEmpty, v.utf8.count <= 64, v.utf8.allSatisfy(isTokenChar) else {
+                throw ValueError("expected a header name (letters, digits, '-', at most 64 characters)")
+            }
+            s.config.labelHeader = v
+        },
+        ConfigKey(name: "max-message-size", syntax: "BYTES", repeatable: false,
+                  summary: "Largest SIP message accepted (default 16384, at most 65507); larger ones are refused and counted.") { s, v throws(ValueError) in
+            guard let n = Int(v), n >= 1024, n <= 65507 else { throw ValueError("expected a number from 1024 to 65507") }
+            s.config.maxMessageSize = n
+        },
+        ConfigKey(name: "control-socket", syntax: "PATH", repeatable: false,
+                  summary: "Unix socket for lookupd stats and lookupd reload (default /run/lookupd/control.sock).") { s, v throws(ValueError) in
+            guard !v.isEmpty, v.utf8.count < 100 else { throw ValueError("expected a path shorter than 100 bytes") }
+            s.config.controlSocket = s.resolve(v)
+        },
+        ConfigKey(name: "state-directory", syntax: "PATH", repeatable: false,
+                  summary: "Folder where the daemon keeps private copies of the directories it serves (default /var/lib/lookupd).") { s, v throws(ValueError) in
+            guard !v.isEmpty else { throw ValueError("expected a path") }
+            s.config.stateDirectory = s.resolve(v)
+        },
+        ConfigKey(name: "log-level", syntax: "error | warning | notice | info | debug", repeatable: false,
+                  summary: "Least important messages logged (default info: one line per blocked or identified call).") { s, v throws(ValueError) in
+            guard let level = LogLevel(name: v) else { throw ValueError("expected error, warning, notice, info or debug") }
+            s.config.logLevel = level
+        },
+        ConfigKey(name: "tcp-max-connections", syntax: "N", repeatable: false,
+                  summary: "Open SIP TCP connections per worker before new ones are refused (default 4096).") { s, v throws(ValueError) in
+            guard let n = Int(v), n >= 1, n <= 1_000_000 else { throw ValueError("expected a number from 1 to 1000000") }
+            s.config.tcpMaxConnections = n
+        },
+        ConfigKey(name: "tcp-idle-timeout", syntax: "SECONDS", repeatable: false,
+                  summary: "Close a SIP TCP connection idle this long, or one stuck mid-message (default 120).") { s, v throws(ValueError) in
+            guard let n = Int(v), n >= 1, n <= 86400 else { throw ValueError("expected seconds from 1 to 86400") }
+            s.config.tcpIdleTimeout = n
+        },
+    ]
+
+    /// Parses a config file.
+    public static func load(path: String) throws(Diagnostic) -> LookupdConfig {
+        let file: MappedFile
+        do { file = try MappedFile(path: path) } catch { throw Diagnostic(file: path, line: 0, message: "\(error)".replacingPrefix(path + ": ", with: "")) }
+        return try parse(bytes: file.bytes, path: path)
+    }
+
+    public static func parse(_ text: String, path: String) throws(Diagnostic) -> LookupdConfig {
+        var text = text
+        let result = text.withUTF8 { buffer in
+            Result { () throws(Diagnostic) in try parse(bytes: UnsafeRawBufferPointer(buffer), path: path) }
+        }
+        return try result.get()
+    }
+
+    public static func parse(bytes: UnsafeRawBufferPointer, path: String) throws(Diagnostic) -> LookupdConfig {
+        let folder = DirectoryConfigPath.folder(of: path)
+        var state = State(folder: folder)
+        state.config.path = path
+        var seen: [String: Int] = [:]
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard text.utf8.elementsEqual(UnsafeRawBufferPointer(bytes)) else {
+            throw Diagnostic(file: path, line: 0, message: "not valid UTF-8")
+        }
+        var lineNumber = 0
+        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            lineNumber += 1
+            var line = Substring(rawLine)
+            if line.last == "\r" { line = line.dropLast() }
+            let content = stripComment(line).trimmed
+            if content.isEmpty { continue }
+            guard let eq = content.firstIndex(of: "=") else {
+                throw Diagnostic(file: path, line: lineNumber, message: "expected 'key = value'")
+            }
+            let key = String(content[..<eq]).trimmed
+            var value = String(content[content.index(after: eq)...]).trimmed
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\""), !value.dropFirst().dropLast().contains("\"") {
+                value = String(value.dropFirst().dropLast())
+            }
+            guard let spec = keys.first(where: { $0.name == key }) else {
+                throw Diagnostic(file: path, line: lineNumber, message: "unknown key '\(key)'" + suggestion(for: key))
+            }
+            if !spec.repeatable, let earlier = seen[key] {
+                throw Diagnostic(file: path, line: lineNumber, message: "'\(key)' is already set on line \(earlier); it may appear once")
+            }
+            seen[key] = lineNumber
+            do {
+                try spec.apply(&state, value)
+            } catch {
+                throw Diagnostic(file: path, line: lineNumber, message: "\(key): \(error.message)")
+            }
+        }
+        do {
+            state.config.plan = try NumberingPlan(countryCode: state.countryCode, nationalPrefix: state.nationalPrefix,
+                                                  internationalPrefix: state.internationalPrefix,
+                                                  nationalNumberLength: state.nationalLength)
+        } catch {
+            let line = seen["national-number-length"] ?? seen["national-prefix"] ?? seen["international-prefix"] ?? seen["country-code"] ?? 0
+            throw Diagnostic(file: path, line: line, message: "\(error)")
+        }
+        if state.sawAllowFrom { state.config.allowFrom = state.allowFrom }
+        return state.config
+    }
+
+    static func stripComment(_ line: Substring) -> Substring {
+        var inQuotes = false
+        var previous: Character = " "
+        for i in line.indices {
+            let c = line[i]
+            if c == "\"" { inQuotes.toggle() }
+            if c == "#", !inQuotes, previous == " " || previous == "\t" { return line[..<i] }
+            previous = c
+        }
+        return line
+    }
+
+    static func splitWords(_ value: String) throws(ValueError) -> [String] {
+        var words: [String] = []
+        var current = ""
+        var inQuotes = false
+        var hasWord = false
+        for c in value {
+            if c == "\"" { inQuotes.toggle(); hasWord = true; continue }
+            if !inQuotes, c == " " || c == "\t" {
+                if hasWord { words.append(current); current = ""; hasWord = false }
+                continue
+            }
+            current.append(c)
+            hasWord = true
+        }
+        if inQuotes { throw ValueError("unterminated quote") }
+        if hasWord { words.append(current) }
+        return words
+    }
+
+    static func parseCIDRs(_ value: String) throws(ValueError) -> [CIDR] {
+        var result: [CIDR] = []
+        for part in value.split(whereSeparator: { $0 == "," || $0 == " " || $0 == "\t" }) {
+            guard let cidr = CIDR(String(part)) else { throw ValueError("'\(part)' is not an address or address block (e.g. 192.0.2.0/24, ::1)") }
+            result.append(cidr)
+        }
+        guard !result.isEmpty else { throw ValueError("expected at least one address block") }
+        return result
+    }
+
+    static func suggestion(for key: String) -> String {
+        let best = keys.map { ($0.name, editDistance($0.name, key)) }.min { $0.1 < $1.1 }
+        if let best, best.1 <= 3 { return " (did you mean '\(best.0)'?)" }
+        return ""
+    }
+
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        var row = Array(0...b.count)
+        for i in 1...max(a.count, 1) where !a.isEmpty {
+            var previous = row[0]
+            row[0] = i
+            for j in stride(from: 1, through: b.count, by: 1) {
+                let current = row[j]
+                row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] == b[j - 1] ? 0 : 1))
+                previous = current
+            }
+        }
+        return row[b.count]
+    }
+}
+
+enum DirectoryConfigPath {
+    static func folder(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        let folder = String(path[..<slash])
+        return folder.isEmpty ? "/" : folder
+    }
+}
+
+func isTokenChar(_ c: UInt8) -> Bool {
+    switch c {
+    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+         UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):
+        return true
+    default:
+        return false
+    }
+}
+
+extension StringProtocol {
+    var trimmed: String {
+        var s = Substring(self)
+        while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
+        while let l = s.last, l == " " || l == "\t" { s.removeLast() }
+        return String(s)
+    }
+}
+
+extension String {
+    func replacingPrefix(_ prefix: String, with replacement: String) -> String {
+        hasPrefix(prefix) ? replacement + dropFirst(prefix.count) : self
+    }
+}

@@ -1,0 +1,136 @@
+import Directory
+import Glibc
+
+/// The final answer to a blocked caller (RFC 3261 §21.6 and later RFCs).
+public enum BlockResponse: String, Sendable, CaseIterable {
+    /// 603 Decline: the generic "no".
+    case decline = "603"
+    /// 607 Unwanted (RFC 8197): the callee's own block list.
+    case unwanted = "607"
+    /// 608 Rejected (RFC 8688): an analytics intermediary rejected the call.
+    case rejected = "608"
+    /// 603 Network Blocked with a Reason header (ATIS-1000099, "603+"):
+    /// required in the US for analytics-based blocking.
+    case networkBlocked = "603+"
+
+    public var code: Int {
+        switch self {
+        case .decline, .networkBlocked: return 603
+        case .unwanted: return 607
+        case .rejected: return 608
+        }
+    }
+
+    public var reasonPhrase: String {
+        switch self {
+        case .decline: return "Decline"
+        case .unwanted: return "Unwanted"
+        case .rejected: return "Rejected"
+        case .networkBlocked: return "Network Blocked"
+        }
+    }
+}
+
+/// What to answer for a valid caller no list knows.
+public enum UnknownResponse: String, Sendable, CaseIterable {
+    /// 302 to the Request-URI without a label: "go ahead".
+    case redirect = "302"
+    /// 404: "continue routing" for route-advance setups.
+    case notFound = "404"
+    /// 503: likewise, for PBXs that only advance on 5xx.
+    case unavailable = "503"
+
+    public var code: Int { Int(rawValue)! }
+    public var reasonPhrase: String {
+        switch self {
+        case .redirect: return "Moved Temporarily"
+        case .notFound: return "Not Found"
+        case .unavailable: return "Service Unavailable"
+        }
+    }
+}
+
+/// What to do with a request from a source outside `allow-from`.
+public enum RefusalAction: String, Sendable, CaseIterable {
+    case reject = "403"
+    case drop
+}
+
+public enum ServiceMode: String, Sendable, CaseIterable {
+    case redirect
+}
+
+public enum LogLevel: Int, Sendable, CaseIterable, Comparable {
+    case error = 3, warning = 4, notice = 5, info = 6, debug = 7
+
+    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
+
+    public init?(name: String) {
+        switch name.lowercased() {
+        case "error", "err": self = .error
+        case "warning", "warn": self = .warning
+        case "notice": self = .notice
+        case "info": self = .info
+        case "debug": self = .debug
+        default: return nil
+        }
+    }
+
+    public var name: String {
+        switch self {
+        case .error: return "error"
+        case .warning: return "warning"
+        case .notice: return "notice"
+        case .info: return "info"
+        case .debug: return "debug"
+        }
+    }
+}
+
+/// One `directory =` line: a compiled directory file and how it blocks.
+public struct DirectoryConfig: Equatable, Sendable {
+    public var path: String
+    /// Name used in decisions and logs; defaults to the file name.
+    public var name: String
+    /// Overrides `block-response` for numbers this directory blocks.
+    public var blockResponse: BlockResponse?
+
+    public init(path: String, name: String? = nil, blockResponse: BlockResponse? = nil) {
+        self.path = path
+        self.name = name ?? DirectoryConfig.fileName(path)
+        self.blockResponse = blockResponse
+    }
+
+    static func fileName(_ path: String) -> String {
+        path.split(separator: "/").last.map(String.init) ?? path
+    }
+}
+
+/// Everything `lookupd.conf` can say. Defaults are the documented ones.
+public struct LookupdConfig: Sendable {
+    /// The file this came from, nil for built-in defaults.
+    public var path: String?
+    public var plan: NumberingPlan = .china
+    public var directories: [DirectoryConfig] = []
+    public var contacts: [String] = []
+
+    public var listen: [ListenAddress] = []
+    public var mode: ServiceMode = .redirect
+    /// nil: one worker per core.
+    public var workers: Int? = nil
+    /// nil: every source is answered.
+    public var allowFrom: [CIDR]? = nil
+    public var refusalAction: RefusalAction = .reject
+    public var trustAssertedIdentityFrom: [CIDR] = []
+    public var blockResponse: BlockResponse = .decline
+    public var unknownResponse: UnknownResponse = .redirect
+    public var labelHeader: String = "X-Caller-Label"
+    public var maxMessageSize: Int = 16384
+    public var controlSocket: String = "/run/lookupd/control.sock"
+    public var stateDirectory: String = "/var/lib/lookupd"
+    public var logLevel: LogLevel = .info
+    public var tcpMaxConnections: Int = 4096
+    public var tcpIdleTimeout: Int = 120
+
+    public init() {}
+}

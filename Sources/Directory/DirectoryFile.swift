@@ -1,0 +1,311 @@
+import CSupport
+import Glibc
+
+/// What a directory says about one number.
+public struct DirectoryEntry: Equatable, Sendable {
+    public var blocked: Bool
+    /// Label number inside the directory, nil when the entry only blocks.
+    public var label: UInt32?
+    /// The exact entry, or the prefix rule, that matched.
+    public var match: NumberPattern
+}
+
+/// An open directory file, memory-mapped read-only.
+///
+/// Threading: immutable after `open`; any number of threads may look numbers
+/// up concurrently. The mapping lives as long as the object, so requests
+/// still holding a reference after a reload finish on the old file.
+///
+/// Nothing is copied to the heap: keys, values and labels are read straight
+/// from the mapping, so private memory does not grow with the directory.
+public final class DirectoryFile: @unchecked Sendable {
+    public let path: String
+    public let header: DirectoryHeader
+    private let base: UnsafeRawPointer
+    private let size: Int
+    private let keys: UnsafePointer<UInt64>
+    private let values: UnsafePointer<UInt32>
+    private let prefixes: UnsafeRawPointer
+    private let labelIndex: UnsafePointer<UInt32>
+    private let labelData: UnsafePointer<UInt8>
+    private let entryCount: Int
+    private let prefixCount: Int
+    private let labelCount: Int
+    private let labelDataSize: Int
+
+    /// Maps `path` and checks its header: magic, version, header checksum and
+    /// section bounds against the file size. It does not read the content
+    /// (O(1)); call `verify()` before serving from it.
+    public init(path: String) throws(DirectoryError) {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw .system(path: path, operation: "open", errno: errno) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw .system(path: path, operation: "stat", errno: errno) }
+        guard (st.st_mode & S_IFMT) == S_IFREG else {
+            throw .corrupt(path: path, reason: "not a regular file")
+        }
+        let size = Int(st.st_size)
+        if size < DirectoryFormat.headerSize {
+            // Read what there is to tell "not ours" from "truncated".
+            var head = [UInt8](repeating: 0, count: DirectoryFormat.headerSize)
+            let got = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+            throw DirectoryFile.classifyShort(Array(head.prefix(max(0, got))), size: size, path: path)
+        }
+        guard let mapped = mmap(nil, size, PROT_READ, MAP_SHARED, fd, 0), mapped != MAP_FAILED else {
+            throw .system(path: path, operation: "map", errno: errno)
+        }
+        let base = UnsafeRawPointer(mapped)
+        let header: DirectoryHeader
+        do {
+            header = try DirectoryHeader.decode(UnsafeRawBufferPointer(start: base, count: DirectoryFormat.headerSize),
+                                                actualSize: size, path: path)
+        } catch {
+            munmap(mapped, size)
+            throw error
+        }
+        // Lookups jump around; read-ahead would only waste page cache.
+        _ = madvise(mapped, size, MADV_RANDOM)
+        self.path = path
+        self.header = header
+        self.base = base
+        self.size = size
+        self.keys = (base + Int(header.keysOffset)).assumingMemoryBound(to: UInt64.self)
+        self.values = (base + Int(header.valuesOffset)).assumingMemoryBound(to: UInt32.self)
+        self.prefixes = base + Int(header.prefixesOffset)
+        self.labelIndex = (base + Int(header.labelIndexOffset)).assumingMemoryBound(to: UInt32.self)
+        self.labelData = (base + Int(header.labelDataOffset)).assumingMemoryBound(to: UInt8.self)
+        self.entryCount = Int(header.entryCount)
+        self.prefixCount = Int(header.prefixCount)
+        self.labelCount = Int(header.labelCount)
+        self.labelDataSize = Int(header.labelDataSize)
+    }
+
+    private static func classifyShort(_ head: [UInt8], size: Int, path: String) -> DirectoryError {
+        let outcome = head.withUnsafeBytes { raw in
+            Result { () throws(DirectoryError) in try DirectoryHeader.decode(raw, actualSize: size, path: path) }
+        }
+        if case .failure(let error) = outcome { return error }
+        return .truncated(path: path, expected: nil, actual: size)
+    }
+
+    deinit {
+        munmap(UnsafeMutableRawPointer(mutating: base), size)
+    }
+
+    public var count: Int { entryCount }
+    public var prefixRuleCount: Int { prefixCount }
+    public var labelTableCount: Int { labelCount }
+
+    // MARK: - Lookup
+
+    /// The entry for `number`: its exact entry if there is one, otherwise the
+    /// longest prefix rule covering it.
+    @inlinable
+    public func lookup(_ number: PhoneNumber) -> DirectoryEntry? {
+        if let value = exactValue(number.value) {
+            return entry(value: value, match: .exact(number))
+        }
+        return prefixLookup(number)
+    }
+
+    /// Eytzinger search: the keys are a sorted array laid out breadth-first,
+    /// so the first levels share cache lines and the children four levels
+    /// down can be prefetched while comparing (16 keys = two cache lines).
+    @usableFromInline
+    func exactValue(_ x: UInt64) -> UInt32? {
+        let keys = self.keys
+        let n = entryCount
+        var k = 1
+        while k <= n {
+            lookupd_prefetch(keys + 16 &* k)
+            k = 2 &* k &+ (keys[k] < x ? 1 : 0)
+        }
+        k >>= (~k).trailingZeroBitCount + 1
+        guard k != 0, keys[k] == x else { return nil }
+        return values[k]
+    }
+
+    @usableFromInline
+    func prefixLookup(_ number: PhoneNumber) -> DirectoryEntry? {
+        var mask = header.prefixLengthMask
+        guard mask != 0 else { return nil }
+        let digits = number.digitCount
+        // Longest prefix first: a longer rule is more specific.
+        mask &= digits >= 31 ? ~0 : (UInt32(2) << UInt32(digits)) &- 1
+        while mask != 0 {
+            let length = 31 - mask.leadingZeroBitCount
+            mask &= ~(UInt32(1) << UInt32(length))
+            let prefixDigits = number.value / powersOfTen[digits - length]
+            let key = UInt64(length) << 56 | prefixDigits
+            if let value = prefixValue(key) {
+                return entry(value: value, match: .prefix(NumberPrefix(digits: prefixDigits, length: length)!))
+            }
+        }
+        return nil
+    }
+
+    private func prefixKey(at i: Int) -> UInt64 {
+        UInt64(littleEndian: prefixes.loadUnaligned(fromByteOffset: i * 16, as: UInt64.self))
+    }
+
+    private func prefixValueWord(at i: Int) -> UInt32 {
+        UInt32(littleEndian: prefixes.loadUnaligned(fromByteOffset: i * 16 + 8, as: UInt32.self))
+    }
+
+    private func prefixValue(_ key: UInt64) -> UInt32? {
+        var lo = 0
+        var hi = prefixCount
+        while lo < hi {
+            let mid = (lo + hi) >> 1
+            let k = prefixKey(at: mid)
+            if k < key { lo = mid + 1 } else if k > key { hi = mid } else { return prefixValueWord(at: mid) }
+        }
+        return nil
+    }
+
+    @usableFromInline
+    func entry(value: UInt32, match: NumberPattern) -> DirectoryEntry {
+        let labelPlusOne = value >> 1
+        // A label number past the table can only come from a damaged file
+        // that was not verified; treat it as no label rather than trust it.
+        let label: UInt32? = labelPlusOne == 0 || Int(labelPlusOne) > labelCount ? nil : labelPlusOne - 1
+        return DirectoryEntry(blocked: value & 1 != 0, label: label, match: match)
+    }
+
+    // MARK: - Labels
+
+    /// The UTF-8 bytes of a label, read from the mapping. Valid while this
+    /// object lives. Empty for an out-of-range number or bad offsets.
+    public func labelBytes(_ id: UInt32) -> UnsafeRawBufferPointer {
+        let i = Int(id)
+        guard i < labelCount else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        let start = Int(UInt32(littleEndian: labelIndex[i]))
+        let end = Int(UInt32(littleEndian: labelIndex[i + 1]))
+        guard start <= end, end <= labelDataSize, end - start <= DirectoryFormat.maxLabelBytes else {
+            return UnsafeRawBufferPointer(start: nil, count: 0)
+        }
+        return UnsafeRawBufferPointer(start: labelData + start, count: end - start)
+    }
+
+    public func label(_ id: UInt32) -> String {
+        String(decoding: labelBytes(id), as: UTF8.self)
+    }
+
+    // MARK: - Iteration
+
+    /// Calls `body` for every exact entry in ascending number order, then for
+    /// every prefix rule in ascending (length, digits) order.
+    public func forEachEntry(_ body: (DirectoryEntry) throws -> Void) rethrows {
+        try forEachExactInOrder { key, value in
+            try body(entry(value: value, match: .exact(PhoneNumber(unchecked: key))))
+        }
+        for i in 0..<prefixCount {
+            let key = prefixKey(at: i)
+            let length = Int(key >> 56)
+            let digits = key & ((1 << 56) - 1)
+            guard let prefix = NumberPrefix(digits: digits, length: length) else { continue }
+            try body(entry(value: prefixValueWord(at: i), match: .prefix(prefix)))
+        }
+    }
+
+    /// In-order walk of the Eytzinger tree, i.e. ascending key order.
+    func forEachExactInOrder(_ body: (UInt64, UInt32) throws -> Void) rethrows {
+        let n = entryCount
+        guard n > 0 else { return }
+        // Descend left as far as possible, then climb: iterative so depth
+        // never matters; the path is at most 64 nodes.
+        var k = 1
+        while 2 * k <= n { k *= 2 }
+        while true {
+            try body(keys[k], values[k])
+            if 2 * k + 1 <= n {
+                k = 2 * k + 1
+                while 2 * k <= n { k *= 2 }
+            } else {
+                // Climb while we are a right child.
+                while k & 1 == 1 { k >>= 1 }
+                k >>= 1
+                if k == 0 { return }
+            }
+        }
+    }
+
+    // MARK: - Verification
+
+    /// Full check of the content: checksum, ascending keys without
+    /// duplicates, valid value words and prefix rules, well-formed labels
+    /// and the counts in the header. Reads the whole file.
+    public func verify() throws(DirectoryError) {
+        let mapped = UnsafeMutableRawPointer(mutating: base)
+        _ = madvise(mapped, size, MADV_SEQUENTIAL)
+        defer { _ = madvise(mapped, size, MADV_RANDOM) }
+        let content = UnsafeRawBufferPointer(start: base + DirectoryFormat.headerSize, count: size - DirectoryFormat.headerSize)
+        guard XXH64.hash(content) == header.contentChecksum else { throw .contentChecksumMismatch(path: path) }
+
+        guard keys[0] == 0, values[0] == 0 else { throw .corrupt(path: path, reason: "unused slot 0 is not zero") }
+        var previous: UInt64? = nil
+        var blocked: UInt64 = 0
+        var identified: UInt64 = 0
+        var problem: String? = nil
+        forEachExactInOrder { key, value in
+            guard problem == nil else { return }
+            if let p = previous, key <= p {
+                problem = key == p ? "duplicate number +\(key)" : "numbers not in ascending order at +\(key)"
+            } else if PhoneNumber(value: key) == nil {
+                problem = "+\(key) is not a valid E.164 number"
+            } else if let reason = checkValue(value) {
+                problem = "entry +\(key): \(reason)"
+            }
+            if value & 1 != 0 { blocked += 1 }
+            if value >> 1 != 0 { identified += 1 }
+            previous = key
+        }
+        if let problem { throw .corrupt(path: path, reason: problem) }
+
+        var mask: UInt32 = 0
+        var previousPrefix: UInt64? = nil
+        for i in 0..<prefixCount {
+            let key = prefixKey(at: i)
+            let value = prefixValueWord(at: i)
+            let length = Int(key >> 56)
+            guard NumberPrefix(digits: key & ((1 << 56) - 1), length: length) != nil else {
+                throw .corrupt(path: path, reason: "prefix rule \(i) is not a valid prefix")
+            }
+            if let p = previousPrefix, key <= p { throw .corrupt(path: path, reason: "prefix rules not in ascending order at rule \(i)") }
+            if let reason = checkValue(value) { throw .corrupt(path: path, reason: "prefix rule \(i): \(reason)") }
+            guard prefixes.loadUnaligned(fromByteOffset: i * 16 + 12, as: UInt32.self) == 0 else {
+                throw .corrupt(path: path, reason: "prefix rule \(i): reserved word is not zero")
+            }
+            if value & 1 != 0 { blocked += 1 }
+            if value >> 1 != 0 { identified += 1 }
+            mask |= 1 << UInt32(length)
+            previousPrefix = key
+        }
+        guard mask == header.prefixLengthMask else { throw .corrupt(path: path, reason: "prefix length mask does not match the prefix rules") }
+        guard blocked == header.blockedCount, identified == header.identifiedCount else {
+            throw .corrupt(path: path, reason: "blocked/identified counts do not match the entries")
+        }
+
+        guard labelIndex[0] == 0, Int(labelIndex[labelCount]) == labelDataSize else {
+            throw .corrupt(path: path, reason: "label index does not span the label data")
+        }
+        var previousLabel: UnsafeRawBufferPointer? = nil
+        for i in 0..<labelCount {
+            let start = Int(labelIndex[i]), end = Int(labelIndex[i + 1])
+            guard start < end, end <= labelDataSize else { throw .corrupt(path: path, reason: "label \(i) has bad offsets") }
+            let bytes = UnsafeRawBufferPointer(start: labelData + start, count: end - start)
+            if let reason = LabelRules.problem(bytes) { throw .corrupt(path: path, reason: "label \(i): \(reason)") }
+            if let p = previousLabel, !p.lexicographicallyPrecedes(bytes) {
+                throw .corrupt(path: path, reason: "labels not in ascending order at label \(i)")
+            }
+            previousLabel = bytes
+        }
+    }
+
+    private func checkValue(_ value: UInt32) -> String? {
+        if value == 0 { return "neither blocks nor identifies" }
+        if Int(value >> 1) > labelCount { return "label number \(value >> 1 - 1) is past the label table" }
+        return nil
+    }
+}

@@ -1,0 +1,175 @@
+import Glibc
+
+/// The content of a directory, ready to be written: exact entries strictly
+/// ascending by number, prefix rules strictly ascending by (length, digits),
+/// labels strictly ascending bytewise, every value word referring to a label
+/// that exists. `DirectoryCompiler` produces it from source files; the bench
+/// builds it directly.
+public struct DirectoryContent: Sendable {
+    public var directoryVersion: UInt64 = 0
+    public var exactKeys: [UInt64] = []
+    public var exactValues: [UInt32] = []
+    public var prefixKeys: [UInt64] = []
+    public var prefixValues: [UInt32] = []
+    public var labels: [[UInt8]] = []
+
+    public init() {}
+
+    /// Checks the invariants the file format requires; nil when they hold.
+    public func invariantViolation() -> String? {
+        guard exactKeys.count == exactValues.count, prefixKeys.count == prefixValues.count else {
+            return "keys and values differ in count"
+        }
+        for i in exactKeys.indices {
+            if PhoneNumber(value: exactKeys[i]) == nil { return "+\(exactKeys[i]) is not an E.164 number" }
+            if i > 0, exactKeys[i] <= exactKeys[i - 1] { return "exact keys not strictly ascending at index \(i)" }
+        }
+        for i in prefixKeys.indices {
+            if NumberPrefix(digits: prefixKeys[i] & ((1 << 56) - 1), length: Int(prefixKeys[i] >> 56)) == nil {
+                return "prefix key \(i) is not a valid prefix"
+            }
+            if i > 0, prefixKeys[i] <= prefixKeys[i - 1] { return "prefix keys not strictly ascending at index \(i)" }
+        }
+        for values in [exactValues, prefixValues] {
+            for value in values {
+                if value == 0 { return "an entry neither blocks nor identifies" }
+                if Int(value >> 1) > labels.count { return "an entry refers to a missing label" }
+            }
+        }
+        for i in labels.indices {
+            if let problem = labels[i].withUnsafeBytes({ LabelRules.problem($0) }) { return "label \(i): \(problem)" }
+            if i > 0, !labels[i - 1].lexicographicallyPrecedes(labels[i]) { return "labels not strictly ascending at index \(i)" }
+        }
+        return nil
+    }
+}
+
+/// Writes directory files atomically: a temporary file in the destination
+/// folder, filled through a shared mapping, fsync'd, renamed over the final
+/// name, and the folder fsync'd, so a crash leaves either the old file or the
+/// complete new one under the final name, never a partial file.
+public enum DirectoryWriter {
+    /// Called with the fraction done (0...1) while the file is laid out.
+    public typealias Progress = (Double) -> Void
+
+    public static func write(_ content: DirectoryContent, to path: String, progress: Progress? = nil) throws(DirectoryError) {
+        if let violation = content.invariantViolation() {
+            throw .corrupt(path: path, reason: "refusing to write: \(violation)")
+        }
+        var labelDataSize = 0
+        for label in content.labels { labelDataSize += label.count }
+        guard labelDataSize <= Int(UInt32.max) else { throw .tooLarge("\(path): label data exceeds 4 GiB") }
+        guard let layout = DirectoryLayout(entryCount: UInt64(content.exactKeys.count), prefixCount: UInt64(content.prefixKeys.count),
+                                           labelCount: UInt64(content.labels.count), labelDataSize: UInt64(labelDataSize)) else {
+            throw .tooLarge("\(path): too many entries for one directory file")
+        }
+
+        let (folder, name) = splitPath(path)
+        let temporary = folder + "/." + name + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let fd = Glibc.open(temporary, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw .system(path: temporary, operation: "create", errno: errno) }
+        var committed = false
+        defer {
+            if fd >= 0 { close(fd) }
+            if !committed { unlink(temporary) }
+        }
+        // Reserve the blocks first: a full disk must be an error here, not a
+        // SIGBUS while writing through the mapping.
+        let rc = posix_fallocate(fd, 0, off_t(layout.fileSize))
+        guard rc == 0 else { throw .system(path: temporary, operation: "allocate \(layout.fileSize) bytes", errno: rc) }
+        guard let mapped = mmap(nil, layout.fileSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), mapped != MAP_FAILED else {
+            throw .system(path: temporary, operation: "map", errno: errno)
+        }
+        defer { munmap(mapped, layout.fileSize) }
+        memset(mapped, 0, layout.fileSize)
+
+        var header = fill(mapped, layout: layout, content: content, labelDataSize: labelDataSize, progress: progress)
+        header.contentChecksum = XXH64.hash(UnsafeRawBufferPointer(start: mapped + DirectoryFormat.headerSize,
+                                                                   count: layout.fileSize - DirectoryFormat.headerSize))
+        let headerBytes = header.encoded()
+        headerBytes.withUnsafeBytes { mapped.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+
+        guard msync(mapped, layout.fileSize, MS_SYNC) == 0 else { throw .system(path: temporary, operation: "sync", errno: errno) }
+        guard fsync(fd) == 0 else { throw .system(path: temporary, operation: "fsync", errno: errno) }
+        guard rename(temporary, path) == 0 else { throw .system(path: path, operation: "rename \(temporary) to", errno: errno) }
+        committed = true
+        let dirFD = Glibc.open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dirFD >= 0 {
+            defer { close(dirFD) }
+            guard fsync(dirFD) == 0 else { throw .system(path: folder, operation: "fsync", errno: errno) }
+        }
+    }
+
+    private static func fill(_ mapped: UnsafeMutableRawPointer, layout: DirectoryLayout, content: DirectoryContent,
+                             labelDataSize: Int, progress: Progress?) -> DirectoryHeader {
+        let n = content.exactKeys.count
+        let keys = (mapped + layout.keysOffset).assumingMemoryBound(to: UInt64.self)
+        let values = (mapped + layout.valuesOffset).assumingMemoryBound(to: UInt32.self)
+        var blocked: UInt64 = 0
+        var identified: UInt64 = 0
+        content.exactKeys.withUnsafeBufferPointer { sortedKeys in
+            content.exactValues.withUnsafeBufferPointer { sortedValues in
+                // In-order traversal of the implicit tree visits slots in
+                // ascending key order: hand out the sorted entries in that order.
+                var next = 0
+                let step = max(1, n / 100)
+                func place(_ k: Int) {
+                    guard k <= n else { return }
+                    place(2 * k)
+                    keys[k] = sortedKeys[next].littleEndian
+                    values[k] = sortedValues[next].littleEndian
+                    next += 1
+                    if let progress, next % step == 0 { progress(Double(next) / Double(max(n, 1))) }
+                    place(2 * k + 1)
+                }
+                place(1)
+                for v in sortedValues {
+                    if v & 1 != 0 { blocked += 1 }
+                    if v >> 1 != 0 { identified += 1 }
+                }
+            }
+        }
+        var mask: UInt32 = 0
+        let prefixes = mapped + layout.prefixesOffset
+        for i in content.prefixKeys.indices {
+            let key = content.prefixKeys[i], value = content.prefixValues[i]
+            prefixes.storeBytes(of: key.littleEndian, toByteOffset: i * 16, as: UInt64.self)
+            prefixes.storeBytes(of: value.littleEndian, toByteOffset: i * 16 + 8, as: UInt32.self)
+            mask |= 1 << UInt32(key >> 56)
+            if value & 1 != 0 { blocked += 1 }
+            if value >> 1 != 0 { identified += 1 }
+        }
+        let index = (mapped + layout.labelIndexOffset).assumingMemoryBound(to: UInt32.self)
+        let data = mapped + layout.labelDataOffset
+        var offset = 0
+        for (i, label) in content.labels.enumerated() {
+            index[i] = UInt32(offset).littleEndian
+            label.withUnsafeBytes { (data + offset).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            offset += label.count
+        }
+        index[content.labels.count] = UInt32(offset).littleEndian
+
+        var header = DirectoryHeader()
+        header.fileSize = UInt64(layout.fileSize)
+        header.directoryVersion = content.directoryVersion
+        header.entryCount = UInt64(n)
+        header.prefixCount = UInt64(content.prefixKeys.count)
+        header.labelCount = UInt64(content.labels.count)
+        header.blockedCount = blocked
+        header.identifiedCount = identified
+        header.keysOffset = UInt64(layout.keysOffset)
+        header.valuesOffset = UInt64(layout.valuesOffset)
+        header.prefixesOffset = UInt64(layout.prefixesOffset)
+        header.labelIndexOffset = UInt64(layout.labelIndexOffset)
+        header.labelDataOffset = UInt64(layout.labelDataOffset)
+        header.labelDataSize = UInt64(labelDataSize)
+        header.prefixLengthMask = mask
+        return header
+    }
+
+    static func splitPath(_ path: String) -> (folder: String, name: String) {
+        guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+        let folder = String(path[..<slash])
+        return (folder.isEmpty ? "/" : folder, String(path[path.index(after: slash)...]))
+    }
+}
