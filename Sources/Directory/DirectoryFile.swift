@@ -36,10 +36,16 @@ public final class DirectoryFile: @unchecked Sendable {
     /// Maps `path` and checks its header: magic, version, header checksum and
     /// section bounds against the file size. It does not read the content
     /// (O(1)); call `verify()` before serving from it.
-    public init(path: String) throws(DirectoryError) {
+    public convenience init(path: String) throws(DirectoryError) {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw .system(path: path, operation: "open", errno: errno) }
         defer { close(fd) }
+        try self.init(descriptor: fd, path: path)
+    }
+
+    /// Maps an already open file (the daemon's private copy). `path` is
+    /// only used in messages. The descriptor may be closed afterwards.
+    public init(descriptor fd: Int32, path: String) throws(DirectoryError) {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw .system(path: path, operation: "stat", errno: errno) }
         guard (st.st_mode & S_IFMT) == S_IFREG else {
