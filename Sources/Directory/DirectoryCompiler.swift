@@ -204,10 +204,9 @@ public final class DirectoryCompiler {
     // MARK: CSV
 
     private func readCSV(_ bytes: UnsafeRawBufferPointer, name: String, file: UInt64) throws {
-        guard let delimiter = CSVDelimiter.detect(in: bytes) else {
-            report(name, 1, "missing header line (expected for example: number,action,label)")
-            return
-        }
+        // No delimiter in the first line: a single-column file (a header
+        // `number` and one number per line), or an empty one.
+        let delimiter = CSVDelimiter.detect(in: bytes) ?? .comma
         var columns: (number: Int, action: Int?, label: Int?)? = nil
         var headerFailed = false
         let total = bytes.count

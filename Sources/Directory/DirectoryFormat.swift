@@ -118,7 +118,15 @@ public struct DirectoryHeader: Equatable, Sendable {
 
     /// Reads and validates a header from the first bytes of a file of `actualSize` bytes.
     static func decode(_ raw: UnsafeRawBufferPointer, actualSize: Int, path: String) throws(DirectoryError) -> DirectoryHeader {
-        guard raw.count >= 8, raw.prefix(8).elementsEqual(DirectoryFormat.magic) else {
+        guard raw.count >= 8 else {
+            // An empty file, or the start of the magic number and nothing
+            // more, is a truncated directory; anything else is not ours.
+            if raw.elementsEqual(DirectoryFormat.magic.prefix(raw.count)) {
+                throw .truncated(path: path, expected: nil, actual: actualSize)
+            }
+            throw .notADirectory(path: path)
+        }
+        guard raw.prefix(8).elementsEqual(DirectoryFormat.magic) else {
             throw .notADirectory(path: path)
         }
         guard raw.count >= 12 else { throw .truncated(path: path, expected: nil, actual: actualSize) }

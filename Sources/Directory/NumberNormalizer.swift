@@ -148,9 +148,10 @@ public struct NumberNormalizer: Sendable {
                 guard out.count == 0, !out.plus else { return .failure(.misplacedPlus) }
                 out.plus = true
             case UInt8(ascii: "("):
-                // "+44 (0) 20 ..." writes the trunk prefix that callers from
-                // abroad must leave out: skip it.
-                if out.plus, i + 2 < n, text[i + 1] == UInt8(ascii: "0"), text[i + 2] == UInt8(ascii: ")"), out.count > 0 {
+                // "+44 (0) 20 ..." (or "0044 (0) 20 ...") writes the trunk
+                // prefix that callers from abroad must leave out: skip it.
+                let international = out.plus || (out.count > plan.internationalPrefix.count && hasPrefix(out, plan.internationalPrefix))
+                if international, i + 2 < n, text[i + 1] == UInt8(ascii: "0"), text[i + 2] == UInt8(ascii: ")"), out.count > 0 {
                     i += 3
                     continue
                 }
@@ -194,7 +195,10 @@ public struct NumberNormalizer: Sendable {
         let count = d.count - start
         if count < lengths.lowerBound { return .invalid(.tooShort(digits: count)) }
         if count > lengths.upperBound { return .invalid(.tooLong(digits: count)) }
-        if d.bytes[start] == 0 { return .invalid(.leadingZero) }
+        // Where the home plan has no trunk prefix (Italy: 06 1234 5678 is
+        // +39 06 1234 5678), a leading 0 belongs to the national number.
+        let zeroIsPartOfNumber = countryCode == plan.countryCode && plan.nationalPrefix.isEmpty
+        if d.bytes[start] == 0, !zeroIsPartOfNumber { return .invalid(.leadingZero) }
         let ccDigits = PhoneNumber.digitCount(of: countryCode)
         if count + ccDigits > PhoneNumber.maxDigits { return .invalid(.tooLong(digits: count + ccDigits)) }
         return .number(PhoneNumber(unchecked: countryCode * powersOfTen[count] + value(d, from: start)))
@@ -251,7 +255,7 @@ public struct NumberNormalizer: Sendable {
         }
         let count = d.count - start
         guard count >= 1 || countryCode != nil else { return .failure(.noDigits) }
-        if count > 0, d.bytes[start] == 0 { return .failure(.leadingZero) }
+        if count > 0, d.bytes[start] == 0, countryCode == nil || !plan.nationalPrefix.isEmpty { return .failure(.leadingZero) }
         var digits = value(d, from: start)
         var length = count
         if let cc = countryCode {
@@ -346,8 +350,9 @@ struct IdentityText {
 
     init(_ raw: UnsafeRawBufferPointer) {
         var text = trimSpaces(raw)
-        // name-addr form: take what is inside the angle brackets.
-        if let open = text.firstIndex(of: UInt8(ascii: "<")) {
+        // name-addr form: take what is inside the angle brackets (the first
+        // '<' outside a quoted display name such as "Foo <Bar>").
+        if let open = IdentityText.angleOpen(text) {
             let rest = text[(open + 1)...]
             let close = rest.firstIndex(of: UInt8(ascii: ">")) ?? text.endIndex
             text = trimSpaces(UnsafeRawBufferPointer(rebasing: text[(open + 1)..<close]))
@@ -404,6 +409,26 @@ struct IdentityText {
     }
 
     enum Scheme { case none, sip, tel }
+
+    /// The first `<` not inside a quoted string (RFC 3261 display names may
+    /// contain `<`); with unbalanced quotes, simply the first `<`.
+    static func angleOpen(_ text: UnsafeRawBufferPointer) -> Int? {
+        var inQuotes = false
+        var i = 0
+        while i < text.count {
+            let c = text[i]
+            if inQuotes {
+                if c == UInt8(ascii: "\\") { i += 2; continue }
+                if c == UInt8(ascii: "\"") { inQuotes = false }
+            } else if c == UInt8(ascii: "\"") {
+                inQuotes = true
+            } else if c == UInt8(ascii: "<") {
+                return i
+            }
+            i += 1
+        }
+        return inQuotes ? text.firstIndex(of: UInt8(ascii: "<")) : nil
+    }
 
     static func beforeSemicolon(_ text: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
         if let semi = text.firstIndex(of: UInt8(ascii: ";")) {

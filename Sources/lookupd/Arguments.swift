@@ -45,6 +45,8 @@ struct Arguments {
                 }
             } else {
                 let short = String(arg.dropFirst())
+                // Every subcommand's usage documents -h.
+                if short == "h" { flags.insert("help"); continue }
                 guard let long = aliases[short] else {
                     // A negative number or a number starting with '-' is not an option here.
                     throw UsageError("unknown option '\(arg)'")

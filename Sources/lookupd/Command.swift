@@ -13,7 +13,7 @@ struct Command: Sendable {
     var run: @Sendable ([String]) throws -> Int32
 
     static var all: [Command] {
-        [queryCommand, compileCommand, checkCommand, inspectCommand, exportCommand]
+        [queryCommand, compileCommand, checkCommand, inspectCommand, exportCommand, serveCommand, reloadCommand, statsCommand]
     }
 }
 
@@ -21,6 +21,14 @@ struct Command: Sendable {
 /// else the system file if it exists, else the built-in defaults.
 enum ConfigLocation {
     static let defaultPath = "/etc/lookupd/lookupd.conf"
+
+    /// The config file path for commands that need a file (serve).
+    static func path(explicit: String?) throws -> String {
+        if let explicit { return explicit }
+        if let env = getenv("LOOKUPD_CONFIG"), env.pointee != 0 { return String(cString: env) }
+        if access(defaultPath, F_OK) == 0 { return defaultPath }
+        throw CommandFailure("no configuration file: \(defaultPath) does not exist; pass --config FILE")
+    }
 
     /// - Parameter required: fail when no file is found instead of using defaults.
     static func load(explicit: String?, required: Bool = false) throws -> LookupdConfig {

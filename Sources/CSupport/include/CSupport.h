@@ -10,6 +10,23 @@ static inline void lookupd_prefetch(const void *address) {
 }
 
 #include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+
+// recvmmsg/sendmmsg and struct mmsghdr are only declared with _GNU_SOURCE,
+// which Swift's Glibc module is built without; CSupport.c defines it and
+// these wrappers take a layout-identical struct.
+struct lookupd_mmsghdr {
+    struct msghdr msg_hdr;
+    unsigned int msg_len;
+};
+
+int lookupd_recvmmsg(int fd, struct lookupd_mmsghdr *messages, unsigned int count, int flags);
+int lookupd_sendmmsg(int fd, struct lookupd_mmsghdr *messages, unsigned int count, int flags);
+int lookupd_accept4(int fd, struct sockaddr *address, socklen_t *length, int flags);
+long lookupd_copy_file_range(int from, int to, unsigned long length);
 
 // Counters owned by one thread and read by others (stats): relaxed atomic
 // load and store, no locked read-modify-write, because only the owner ever

@@ -1,0 +1,152 @@
+import CSupport
+import Glibc
+
+/// The control socket: a Unix stream socket taking one command line per
+/// connection (`stats`, `reload`, `ping`) and answering with text.
+///
+/// Its mode is 0660, so only the daemon's user and group (root and the
+/// lookupd group under the shipped unit) can connect.
+/// Threading: used by the control loop only.
+final class ControlServer {
+    let fd: Int32
+    let path: String
+
+    init(path: String) throws(SystemError) {
+        self.path = path
+        var address = sockaddr_un()
+        guard path.utf8.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw SystemError("control socket path \(path) is too long", ENAMETOOLONG)
+        }
+        // A socket file left by a daemon that died: remove it, unless a live
+        // daemon still answers on it.
+        if access(path, F_OK) == 0 {
+            if ControlClient.isAlive(path) { throw SystemError("control socket \(path): another lookupd is running", EADDRINUSE) }
+            unlink(path)
+        }
+        let folder = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        if !folder.isEmpty, access(folder, F_OK) != 0 { mkdir(folder, 0o750) }
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SystemError("control socket") }
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in path.utf8.enumerated() { raw[i] = b }
+        }
+        let size = socklen_t(MemoryLayout<sockaddr_un>.size)
+        let bound = withUnsafePointer(to: &address) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, size) }
+        }
+        guard bound == 0 else {
+            let code = errno
+            close(fd)
+            throw SystemError("bind control socket \(path)", code)
+        }
+        chmod(path, 0o660)
+        guard listen(fd, 16) == 0 else {
+            let code = errno
+            close(fd)
+            throw SystemError("listen on control socket \(path)", code)
+        }
+    }
+
+    func shutdown() {
+        close(fd)
+        unlink(path)
+    }
+
+    /// Serves every pending connection: reads one line (briefly), answers, closes.
+    func acceptAll(_ handle: (String) -> String) {
+        while true {
+            let client = lookupd_accept4(fd, nil, nil, Int32(SOCK_CLOEXEC.rawValue))
+            if client < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            defer { close(client) }
+            // A client that connects and says nothing must not hang the daemon.
+            var timeout = timeval(tv_sec: 2, tv_usec: 0)
+            setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var line = [UInt8]()
+            var byte: UInt8 = 0
+            while line.count < 256 {
+                let n = read(client, &byte, 1)
+                if n <= 0 || byte == 0x0A { break }
+                line.append(byte)
+            }
+            let command = String(decoding: line, as: UTF8.self).trimmingCharacters(in: " \r\t")
+            var answer = handle(command)
+            answer.withUTF8 { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    let n = write(client, bytes.baseAddress! + offset, bytes.count - offset)
+                    if n <= 0 { break }
+                    offset += n
+                }
+            }
+        }
+    }
+}
+
+/// Talks to a running daemon's control socket (`lookupd stats`, `lookupd reload`).
+public enum ControlClient {
+    /// Sends `command` and returns the whole answer.
+    public static func send(_ command: String, to path: String, timeout: Int = 600) throws(SystemError) -> String {
+        let fd = try connect(path)
+        defer { close(fd) }
+        var t = timeval(tv_sec: timeout, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &t, socklen_t(MemoryLayout<timeval>.size))
+        var line = command + "\n"
+        let written = line.withUTF8 { write(fd, $0.baseAddress, $0.count) }
+        guard written == line.utf8.count else { throw SystemError("write to \(path)") }
+        var answer = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw SystemError("read from \(path)")
+            }
+            if n == 0 { break }
+            answer.append(contentsOf: buffer[0..<n])
+        }
+        return String(decoding: answer, as: UTF8.self)
+    }
+
+    static func isAlive(_ path: String) -> Bool {
+        guard let fd = try? connect(path) else { return false }
+        close(fd)
+        return true
+    }
+
+    private static func connect(_ path: String) throws(SystemError) -> Int32 {
+        var address = sockaddr_un()
+        guard path.utf8.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw SystemError("control socket path \(path) is too long", ENAMETOOLONG)
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SystemError("socket") }
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in path.utf8.enumerated() { raw[i] = b }
+        }
+        let size = socklen_t(MemoryLayout<sockaddr_un>.size)
+        let rc = withUnsafePointer(to: &address) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, size) }
+        }
+        guard rc == 0 else {
+            let code = errno
+            close(fd)
+            throw SystemError("connect to control socket \(path) (is lookupd serve running?)", code)
+        }
+        return fd
+    }
+}
+
+extension String {
+    func trimmingCharacters(in set: String) -> String {
+        var s = Substring(self)
+        while let f = s.first, set.contains(f) { s.removeFirst() }
+        while let l = s.last, set.contains(l) { s.removeLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,103 @@
+import Configuration
+import Glibc
+
+/// Log lines for journald: each starts with the sd-daemon priority prefix
+/// `<N>` (3 error ... 7 debug), which journald turns into the priority and
+/// strips. Lines are key=value, values quoted when they need it.
+///
+/// Threading: a `LogBuffer` belongs to one thread; workers fill theirs
+/// while answering a batch and flush it with one write(2) afterwards, so
+/// logging costs no syscall per call.
+public struct LogBuffer {
+    public let level: LogLevel
+    private(set) var bytes: [UInt8] = []
+    private let fd: Int32
+
+    public init(level: LogLevel, fd: Int32 = 2) {
+        self.level = level
+        self.fd = fd
+        bytes.reserveCapacity(1 << 14)
+    }
+
+    @inline(__always)
+    public func enabled(_ l: LogLevel) -> Bool { l <= level }
+
+    public mutating func begin(_ l: LogLevel) {
+        bytes.append(UInt8(ascii: "<"))
+        bytes.append(UInt8(ascii: "0") + UInt8(l.rawValue))
+        bytes.append(UInt8(ascii: ">"))
+    }
+
+    public mutating func text(_ s: StaticString) {
+        bytes.append(contentsOf: UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
+    }
+
+    public mutating func text(_ s: String) { bytes.append(contentsOf: s.utf8) }
+
+    /// ` key=value`, with the value quoted and escaped when it holds spaces,
+    /// quotes, backslashes, `=` or control characters; empty values as `""`.
+    public mutating func field(_ key: StaticString, _ value: UnsafeRawBufferPointer) {
+        bytes.append(0x20)
+        text(key)
+        bytes.append(UInt8(ascii: "="))
+        let plain = !value.isEmpty && !value.contains { $0 <= 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0x3D || $0 == 0x7F }
+        if plain { bytes.append(contentsOf: value); return }
+        bytes.append(0x22)
+        for c in value {
+            switch c {
+            case 0x22, 0x5C: bytes.append(0x5C); bytes.append(c)
+            case 0..<0x20, 0x7F:
+                let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                bytes.append(contentsOf: [0x5C, UInt8(ascii: "x"), hex[Int(c >> 4)], hex[Int(c & 15)]])
+            default: bytes.append(c)
+            }
+        }
+        bytes.append(0x22)
+    }
+
+    public mutating func field(_ key: StaticString, _ value: String) {
+        var value = value
+        value.withUTF8 { field(key, UnsafeRawBufferPointer($0)) }
+    }
+
+    public mutating func end() { bytes.append(0x0A) }
+
+    public mutating func flush() {
+        guard !bytes.isEmpty else { return }
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }  // stderr gone: nothing sensible left to do with a log line
+            offset += n
+        }
+        bytes.removeAll(keepingCapacity: true)
+    }
+
+    /// One whole message line, flushed at once (for rare events).
+    public mutating func message(_ l: LogLevel, _ text: String) {
+        guard enabled(l) else { return }
+        begin(l)
+        self.text(text)
+        end()
+        flush()
+    }
+}
+
+/// Shared logger for rare events from any thread (start, reload, errors):
+/// builds a line and writes it with one call.
+public struct Logger: Sendable {
+    public let level: LogLevel
+
+    public init(level: LogLevel) { self.level = level }
+
+    public func log(_ l: LogLevel, _ text: String) {
+        var buffer = LogBuffer(level: level)
+        buffer.message(l, text)
+    }
+
+    public func error(_ text: String) { log(.error, text) }
+    public func warning(_ text: String) { log(.warning, text) }
+    public func notice(_ text: String) { log(.notice, text) }
+    public func info(_ text: String) { log(.info, text) }
+}

@@ -1,0 +1,215 @@
+import Configuration
+import Directory
+import Screening
+import SIP
+
+/// Turns a parsed request into the answer a stateless redirect server gives
+/// (RFC 3261 §8.2.7, §8.3): the verdict for an initial INVITE, the protocol
+/// answers for everything else. The glue between SIP and Screening.
+///
+/// Threading: one per worker (it holds the worker's parser and buffers).
+struct Responder {
+    let parser: SIPParser
+    let counters: WorkerCounters
+    let policy = SIPProtocolPolicy.standard
+    private let optionsHeaders: [SIPHeaderField]
+    private let networkBlockedHeaders = [SIPHeaderField("Reason", "SIP;cause=603;text=\"Network Blocked\"")]
+
+    init(parser: SIPParser, counters: WorkerCounters) {
+        self.parser = parser
+        self.counters = counters
+        self.optionsHeaders = [
+            SIPHeaderField("Allow", SIPProtocolPolicy.standard.allowHeaderValue),
+            SIPHeaderField("Accept", "application/sdp"),
+        ]
+    }
+
+    /// What happened to one message, for the call log.
+    struct Outcome {
+        var decision: Decision?
+        var status: Int = 0
+    }
+
+    /// Parses `bytes` and writes the answer into `out`. Returns the answer's
+    /// length (0: no answer) and, for screened INVITEs, the decision.
+    mutating func respond(to bytes: UnsafeRawBufferPointer, transport: ListenAddress.Transport,
+                          sourceIP: IPAddress, sourcePort: UInt16, set: ServingSet,
+                          into out: UnsafeMutableRawBufferPointer, log: inout LogBuffer) -> Int {
+        let allowed = set.isAllowed(sourceIP)
+        if !allowed && set.config.refusalAction == .drop {
+            counters.add(.aclDropped)
+            return 0
+        }
+        let outcome = parser.parse(bytes)
+        let source = SIPSourceAddress(ip: SocketAddress.text(sourceIP), port: sourcePort)
+        let request = parser.request
+        switch outcome {
+        case .request:
+            break
+        case .response:
+            counters.add(.strayResponses)
+            return 0
+        case .keepAlive:
+            return 0
+        case .tooLarge:
+            counters.add(.tooLarge)
+            return 0
+        case .garbage:
+            counters.add(.malformedDropped)
+            return 0
+        case .malformed(let malformation, let canRespond):
+            guard canRespond, allowed else {
+                counters.add(allowed ? .malformedDropped : .aclDropped)
+                return 0
+            }
+            counters.add(.malformedAnswered)
+            if log.enabled(.debug) {
+                log.begin(.debug)
+                log.text("malformed")
+                log.field("reason", malformation.description)
+                log.field("from", "\(source.ip):\(source.port)")
+                log.end()
+            }
+            return write(request, SIPResponse(SIPRejection(malformation: malformation), source: source), into: out)
+        }
+
+        countMethod(request.method, transport)
+        if !allowed {
+            counters.add(.aclRejected)
+            if request.method == .ack { return 0 }
+            return write(request, SIPResponse(statusCode: 403, reasonPhrase: "Forbidden", source: source), into: out)
+        }
+        if let rejection = request.protocolRejection(policy: policy) {
+            return write(request, SIPResponse(rejection, source: source), into: out)
+        }
+        switch request.method {
+        case .ack:
+            // §8.2.7: a stateless UAS ignores ACK.
+            return 0
+        case .cancel:
+            // §8.2.7: a stateless UAS ignores CANCEL; its INVITE was already
+            // answered with a final response, so there is nothing to cancel.
+            counters.add(.cancelIgnored)
+            return 0
+        case .options:
+            return write(request, SIPResponse(statusCode: 200, reasonPhrase: "OK", source: source, headers: optionsHeaders), into: out)
+        case .invite where !request.toHasTag:
+            return screen(request, set: set, source: source, sourceIP: sourceIP, into: out, log: &log)
+        default:
+            // BYE and re-INVITEs: a redirect server holds no dialogs.
+            return write(request, SIPResponse(statusCode: 481, reasonPhrase: "Call/Transaction Does Not Exist", source: source), into: out)
+        }
+    }
+
+    private mutating func screen(_ request: SIPRequest, set: ServingSet, source: SIPSourceAddress, sourceIP: IPAddress,
+                                 into out: UnsafeMutableRawBufferPointer, log: inout LogBuffer) -> Int {
+        // The caller: P-Asserted-Identity from a trusted peer (a tel: value
+        // first, it carries the number plainly), otherwise From.
+        var identity = SIPIdentityURI.from
+        var user: SIPText? = request.from.uri.userOrNumber
+        if !set.config.trustAssertedIdentityFrom.isEmpty, set.isTrusted(sourceIP) {
+            let asserted = request.assertedIdentities
+            var chosen: Int? = nil
+            for i in asserted.indices where asserted[i].uri.scheme == .tel { chosen = i; break }
+            if chosen == nil, !asserted.isEmpty { chosen = asserted.startIndex }
+            if let chosen {
+                identity = .assertedIdentity(chosen)
+                user = asserted[chosen].uri.userOrNumber
+            }
+        }
+        let screening = set.screening
+        let decision: Decision
+        if request.privacy.contains(.id) || user == nil {
+            decision = Decision(verdict: .anonymous)
+        } else {
+            decision = screening.decide(identity: user!.bytes)
+        }
+        countVerdict(decision.verdict)
+
+        var response: SIPResponse
+        switch decision.verdict {
+        case .blocked:
+            let index: Int
+            if case .directory(let i)? = decision.source { index = i } else { index = 0 }
+            let block = index < set.blockResponses.count ? set.blockResponses[index] : set.config.blockResponse
+            response = SIPResponse(statusCode: block.code, reasonPhrase: block.reasonPhrase, source: source,
+                                   labelHeaderName: set.config.labelHeader,
+                                   headers: block == .networkBlocked ? networkBlockedHeaders : [])
+        case .identified, .contact:
+            response = SIPResponse(statusCode: 302, reasonPhrase: "Moved Temporarily", source: source,
+                                   contact: .requestURI, identity: identity, labelHeaderName: set.config.labelHeader)
+        case .unknown, .anonymous, .invalid:
+            let unknown = set.config.unknownResponse
+            response = SIPResponse(statusCode: unknown.code, reasonPhrase: unknown.reasonPhrase, source: source,
+                                   contact: unknown == .redirect ? .requestURI : nil, labelHeaderName: set.config.labelHeader)
+        }
+        let length: Int
+        if let label = decision.label {
+            length = screening.withLabel(label) { bytes in
+                response.label = .buffer(bytes)
+                return write(request, response, into: out)
+            }
+        } else {
+            length = write(request, response, into: out)
+        }
+        logCall(request, decision, status: response.statusCode, set: set, source: source, log: &log)
+        return length
+    }
+
+    private func write(_ request: SIPRequest, _ response: SIPResponse, into out: UnsafeMutableRawBufferPointer) -> Int {
+        do {
+            let result = try request.writeResponse(response, into: out)
+            if result.labelRefusal != nil { counters.add(.labelsRefused) }
+            counters.add(Counter.response(response.statusCode))
+            return result.byteCount
+        } catch {
+            counters.add(.responseTooLarge)
+            return 0
+        }
+    }
+
+    private func countMethod(_ method: SIPMethod, _ transport: ListenAddress.Transport) {
+        let base = transport == .udp ? 0 : Counter.methodOffset
+        let offset: Int
+        switch method {
+        case .invite: offset = 0
+        case .ack: offset = 1
+        case .cancel: offset = 2
+        case .bye: offset = 3
+        case .options: offset = 4
+        case .register: offset = 5
+        default: offset = 6
+        }
+        counters.add(Counter(rawValue: Counter.udpInvite.rawValue + base + offset)!)
+    }
+
+    private func countVerdict(_ verdict: Verdict) {
+        switch verdict {
+        case .blocked: counters.add(.verdictBlocked)
+        case .identified: counters.add(.verdictIdentified)
+        case .contact: counters.add(.verdictContact)
+        case .unknown: counters.add(.verdictUnknown)
+        case .anonymous: counters.add(.verdictAnonymous)
+        case .invalid: counters.add(.verdictInvalid)
+        }
+    }
+
+    /// One line per blocked or identified call at info; unknown ones at debug.
+    private func logCall(_ request: SIPRequest, _ d: Decision, status: Int, set: ServingSet,
+                         source: SIPSourceAddress, log: inout LogBuffer) {
+        let level: LogLevel = (d.verdict == .blocked || d.verdict == .identified || d.verdict == .contact) ? .info : .debug
+        guard log.enabled(level) else { return }
+        log.begin(level)
+        log.text("call")
+        log.field("verdict", d.verdict.rawValue)
+        if let number = d.number { log.field("caller", number.description) } else { log.field("caller", request.from.uri.userOrNumber?.bytes ?? UnsafeRawBufferPointer(start: nil, count: 0)) }
+        log.field("callee", request.requestURI.user?.bytes ?? UnsafeRawBufferPointer(start: nil, count: 0))
+        log.field("response", String(status))
+        if let label = d.label { set.screening.withLabel(label) { log.field("label", $0) } }
+        if let s = d.source { log.field("source", set.screening.sourceName(s)) }
+        if let m = d.match { log.field("match", m.description) }
+        log.field("call-id", request.callID.bytes)
+        log.field("from", "\(source.ip):\(source.port)")
+        log.end()
+    }
+}

@@ -1,0 +1,217 @@
+import CSupport
+import Configuration
+import Directory
+import Glibc
+import SIP
+import Synchronization
+
+/// `lookupd serve`: loads the configuration, starts the workers, and runs
+/// the control loop (signals, control socket, systemd notifications) on the
+/// calling thread until SIGTERM or SIGINT.
+///
+/// Threading: `run()` owns the calling thread. Workers run on their own
+/// threads; the control loop is the only writer of the current set.
+public final class Service {
+    public struct Options: Sendable {
+        public var configPath: String
+        public init(configPath: String) { self.configPath = configPath }
+    }
+
+    private let options: Options
+    private let logger: Logger
+    private var loader: ServingSetLoader
+    private var current: CurrentSet
+    private let stop = StopFlag()
+    private var workers: [Worker] = []
+    private var threads: [pthread_t] = []
+    private let notifier = SystemdNotifier()
+    private var control: ControlServer?
+    private let startedAt = monotonicNow()
+    private var reloads = 0
+    private var failedReloads = 0
+    private var lastReloadError: String?
+
+    /// Loads and verifies everything; throws a message for the operator.
+    public init(options: Options) throws(ServiceError) {
+        self.options = options
+        let config: LookupdConfig
+        do { config = try ConfigParser.load(path: options.configPath) } catch { throw ServiceError(error.description) }
+        logger = Logger(level: config.logLevel)
+        guard !config.listen.isEmpty else {
+            throw ServiceError("\(options.configPath): no 'listen' address configured (e.g. listen = udp:127.0.0.1:5060)")
+        }
+        loader = ServingSetLoader(configPath: options.configPath, stateDirectory: config.stateDirectory)
+        do { try loader.prepare() } catch { throw ServiceError("\(error) (set state-directory in \(options.configPath))") }
+        let started = monotonicNow()
+        let loaded: (set: ServingSet, warnings: [Diagnostic])
+        do { loaded = try loader.load(config) } catch { throw ServiceError(error.description) }
+        for warning in loaded.warnings { logger.warning("contacts: \(warning)") }
+        current = CurrentSet(loaded.set)
+        logger.notice("loaded \(Service.describe(loaded.set)) in \(Int((monotonicNow() - started) * 1000)) ms")
+    }
+
+    static func describe(_ set: ServingSet) -> String {
+        let directories = set.screening.directories.map { "\($0.name) (\($0.file.count) numbers, \($0.file.prefixRuleCount) prefixes)" }
+        let contacts = set.screening.contacts.map { "\($0.name) (\($0.count))" }
+        return "directories [\(directories.joined(separator: ", "))], contacts [\(contacts.joined(separator: ", "))]"
+    }
+
+    /// Runs until SIGTERM/SIGINT. Returns the exit status.
+    public func run() throws(ServiceError) -> Int32 {
+        let config = current.get().config
+        raiseFileLimit()
+
+        // Workers inherit this mask, so only the control loop sees the signals.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        for s in [SIGHUP, SIGTERM, SIGINT, SIGUSR1] { sigaddset(&signals, s) }
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        let signalFD = signalfd(-1, &signals, Int32(SFD_NONBLOCK) | Int32(SFD_CLOEXEC))
+        guard signalFD >= 0 else { throw ServiceError("signalfd: \(String(cString: strerror(errno)))") }
+        defer { close(signalFD) }
+
+        do {
+            control = try ControlServer(path: config.controlSocket)
+        } catch {
+            throw ServiceError(error.description)
+        }
+        defer { control?.shutdown() }
+
+        let count = config.workers ?? max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        // Same key in every worker: a retransmission may land on another
+        // worker and must get a byte-identical answer.
+        let toTagKey = UInt64.random(in: 1...UInt64.max)
+        do {
+            for i in 0..<count {
+                workers.append(try Worker(index: i, current: current, stopFlag: stop, listen: config.listen, toTagKey: toTagKey))
+            }
+        } catch {
+            workers = []
+            throw ServiceError(error.description)
+        }
+        for worker in workers {
+            var thread = pthread_t()
+            let context = Unmanaged.passRetained(worker).toOpaque()
+            let rc = pthread_create(&thread, nil, { raw in
+                let worker = Unmanaged<Worker>.fromOpaque(raw!).takeRetainedValue()
+                worker.run()
+                return nil
+            }, context)
+            guard rc == 0 else { throw ServiceError("cannot start worker thread: \(String(cString: strerror(rc)))") }
+            threads.append(thread)
+        }
+        let addresses = config.listen.map(\.description).joined(separator: ", ")
+        logger.notice("serving on \(addresses) with \(count) worker\(count == 1 ? "" : "s") (mode \(config.mode.rawValue)); control socket \(config.controlSocket)")
+        notifier.send("READY=1\nSTATUS=serving on \(addresses)\nMAINPID=\(getpid())")
+
+        controlLoop(signalFD: signalFD)
+
+        notifier.send("STOPPING=1\nSTATUS=stopping")
+        stop.set()
+        for worker in workers { worker.wake() }
+        for thread in threads { pthread_join(thread, nil) }
+        workers = []
+        logger.notice("stopped")
+        return 0
+    }
+
+    private func controlLoop(signalFD: Int32) {
+        let epfd = epoll_create1(Int32(EPOLL_CLOEXEC))
+        defer { close(epfd) }
+        var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(fd: signalFD))
+        epoll_ctl(epfd, EPOLL_CTL_ADD, signalFD, &event)
+        if let control {
+            event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(fd: control.fd))
+            epoll_ctl(epfd, EPOLL_CTL_ADD, control.fd, &event)
+        }
+        let watchdog = notifier.watchdogInterval.map { $0 / 2 }
+        var lastPing = monotonicNow()
+        var events = [epoll_event](repeating: epoll_event(), count: 8)
+        while true {
+            let timeout = Int32((watchdog ?? 1.0) * 1000)
+            let n = events.withUnsafeMutableBufferPointer { epoll_wait(epfd, $0.baseAddress, 8, timeout) }
+            if let watchdog, monotonicNow() - lastPing >= watchdog {
+                notifier.send("WATCHDOG=1")
+                lastPing = monotonicNow()
+            }
+            guard n > 0 else { continue }
+            for i in 0..<Int(n) {
+                let fd = events[i].data.fd
+                if fd == signalFD {
+                    var info = signalfd_siginfo()
+                    while read(signalFD, &info, MemoryLayout<signalfd_siginfo>.size) == MemoryLayout<signalfd_siginfo>.size {
+                        switch Int32(info.ssi_signo) {
+                        case SIGHUP:
+                            _ = reload(trigger: "SIGHUP")
+                        case SIGTERM, SIGINT:
+                            logger.notice("received \(info.ssi_signo == UInt32(SIGTERM) ? "SIGTERM" : "SIGINT"), stopping")
+                            return
+                        default:
+                            break
+                        }
+                    }
+                } else if let control, fd == control.fd {
+                    control.acceptAll { command in handle(command) }
+                }
+            }
+        }
+    }
+
+    /// Loads a new set and swaps it in; on failure the old one stays.
+    func reload(trigger: String) -> String {
+        notifier.reloading()
+        let started = monotonicNow()
+        defer { notifier.send("READY=1\nSTATUS=serving") }
+        do {
+            let loaded = try loader.load()
+            let old = current.get().config
+            if loaded.set.config.listen != old.listen || loaded.set.config.workers != old.workers
+                || loaded.set.config.controlSocket != old.controlSocket || loaded.set.config.maxMessageSize != old.maxMessageSize
+                || loaded.set.config.stateDirectory != old.stateDirectory {
+                logger.warning("reload: listen, workers, control-socket, state-directory and max-message-size changes take effect on restart")
+            }
+            for warning in loaded.warnings { logger.warning("contacts: \(warning)") }
+            current.replace(loaded.set)
+            reloads += 1
+            lastReloadError = nil
+            let message = "reloaded (\(trigger)) generation \(loaded.set.generation) in \(Int((monotonicNow() - started) * 1000)) ms: \(Service.describe(loaded.set))"
+            logger.notice(message)
+            return message
+        } catch {
+            failedReloads += 1
+            lastReloadError = error.description
+            let message = "reload (\(trigger)) failed, still serving generation \(current.generation): \(error)"
+            logger.error(message)
+            return "error: " + message
+        }
+    }
+
+    private func handle(_ command: String) -> String {
+        switch command {
+        case "stats":
+            return StatsReport(workers: workers, set: current.get(), uptime: monotonicNow() - startedAt,
+                               reloads: reloads, failedReloads: failedReloads, lastReloadError: lastReloadError).text()
+        case "reload":
+            return reload(trigger: "control socket") + "\n"
+        case "ping":
+            return "pong\n"
+        default:
+            return "error: unknown command '\(command.prefix(40))' (expected stats, reload or ping)\n"
+        }
+    }
+
+    /// 10,000 concurrent TCP peers need more descriptors than the usual
+    /// soft limit of 1024: take the hard limit.
+    private func raiseFileLimit() {
+        var limit = rlimit()
+        if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max
+            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+    }
+}
+
+public struct ServiceError: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}

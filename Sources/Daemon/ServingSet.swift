@@ -1,0 +1,89 @@
+import Configuration
+import Directory
+import Glibc
+import Screening
+
+/// Everything a worker needs to answer requests, loaded and verified as one
+/// unit and swapped in whole on reload. Immutable: workers share it without
+/// locks, and one that still holds the previous set finishes on it.
+public final class ServingSet: Sendable {
+    public let generation: UInt64
+    public let config: LookupdConfig
+    public let screening: ScreeningSet
+    /// Per directory, in priority order: the response for numbers it blocks.
+    public let blockResponses: [BlockResponse]
+    /// Monotonic seconds when loaded.
+    public let loadedAt: Double
+
+    init(generation: UInt64, config: LookupdConfig, screening: ScreeningSet) {
+        self.generation = generation
+        self.config = config
+        self.screening = screening
+        self.blockResponses = config.directories.map { $0.blockResponse ?? config.blockResponse }
+        self.loadedAt = monotonicNow()
+    }
+
+    func isAllowed(_ address: IPAddress) -> Bool {
+        guard let allow = config.allowFrom else { return true }
+        for block in allow where block.contains(address) { return true }
+        return false
+    }
+
+    func isTrusted(_ address: IPAddress) -> Bool {
+        for block in config.trustAssertedIdentityFrom where block.contains(address) { return true }
+        return false
+    }
+}
+
+/// Loads serving sets: config file, contacts, directories through private
+/// verified copies. Used by the start-up and reload path only.
+final class ServingSetLoader {
+    let configPath: String
+    private let store: PrivateDirectoryStore
+    private var generation: UInt64 = 0
+
+    init(configPath: String, stateDirectory: String) {
+        self.configPath = configPath
+        self.store = PrivateDirectoryStore(folder: stateDirectory)
+    }
+
+    func prepare() throws(DirectoryError) { try store.prepare() }
+
+    /// A fully verified new set, or an error saying why not (the caller
+    /// keeps serving the old one).
+    func load() throws(LoadFailure) -> (set: ServingSet, warnings: [Diagnostic]) {
+        let config: LookupdConfig
+        do { config = try ConfigParser.load(path: configPath) } catch { throw .config(error) }
+        return try load(config)
+    }
+
+    func load(_ config: LookupdConfig) throws(LoadFailure) -> (set: ServingSet, warnings: [Diagnostic]) {
+        let loaded: ScreeningLoader.Loaded
+        do {
+            loaded = try ScreeningLoader.load(config, verify: false) { c throws(DirectoryError) in try store.open(c) }
+        } catch {
+            throw .load(error)
+        }
+        store.retain(only: config.directories.map(\.path))
+        generation += 1
+        return (ServingSet(generation: generation, config: config, screening: loaded.set), loaded.warnings)
+    }
+}
+
+enum LoadFailure: Error, CustomStringConvertible {
+    case config(Diagnostic)
+    case load(LoadError)
+
+    var description: String {
+        switch self {
+        case .config(let d): return d.description
+        case .load(let e): return e.description
+        }
+    }
+}
+
+func monotonicNow() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}

@@ -1,0 +1,100 @@
+import Directory
+
+/// The daemon's counters and state in the Prometheus text exposition
+/// format: what `lookupd stats` prints. Totals first, then each worker's
+/// share with a `worker` label.
+struct StatsReport {
+    let workers: [Worker]
+    let set: ServingSet
+    let uptime: Double
+    let reloads: Int
+    let failedReloads: Int
+    let lastReloadError: String?
+
+    func text() -> String {
+        var out = ""
+        var lastName = ""
+        func header(_ name: String, _ type: String, _ help: String) {
+            guard name != lastName else { return }
+            out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+            lastName = name
+        }
+        let help: [String: String] = [
+            "lookupd_requests_total": "SIP requests received, by method and transport.",
+            "lookupd_verdicts_total": "Screening verdicts for initial INVITEs.",
+            "lookupd_responses_total": "SIP responses sent, by status code.",
+            "lookupd_malformed_total": "Malformed requests, answered with 400 or dropped.",
+            "lookupd_refused_total": "Requests refused before screening (size limit, allow-from).",
+            "lookupd_dropped_total": "Messages dropped without an answer, by reason.",
+            "lookupd_labels_refused_total": "Labels left out of an answer because they were unsafe for a header.",
+            "lookupd_send_errors_total": "Answers the kernel refused to send.",
+            "lookupd_tcp_connections_total": "SIP TCP connection events.",
+            "lookupd_tcp_keepalives_total": "CRLF keep-alives received on TCP.",
+        ]
+        for counter in Counter.allCases {
+            let (name, labels) = counter.metric
+            header(name, "counter", help[name] ?? "")
+            let total = workers.reduce(UInt64(0)) { $0 + $1.counters.value(counter) }
+            out += labels.isEmpty ? "\(name) \(total)\n" : "\(name){\(labels)} \(total)\n"
+        }
+        header("lookupd_worker_requests_total", "counter", "SIP requests received, by worker.")
+        for worker in workers {
+            let total = Counter.allCases.prefix(2 * Counter.methodOffset).reduce(UInt64(0)) { $0 + worker.counters.value($1) }
+            out += "lookupd_worker_requests_total{worker=\"\(worker.index)\"} \(total)\n"
+        }
+        header("lookupd_reloads_total", "counter", "Successful reloads.")
+        out += "lookupd_reloads_total \(reloads)\n"
+        header("lookupd_reload_failures_total", "counter", "Reloads refused (the previous set stayed in force).")
+        out += "lookupd_reload_failures_total \(failedReloads)\n"
+        header("lookupd_generation", "gauge", "Generation number of the set in force.")
+        out += "lookupd_generation \(set.generation)\n"
+        header("lookupd_directory_entries", "gauge", "Numbers in each directory in force.")
+        for d in set.screening.directories {
+            out += "lookupd_directory_entries{directory=\"\(escape(d.name))\"} \(d.file.count)\n"
+        }
+        header("lookupd_directory_prefix_rules", "gauge", "Prefix rules in each directory in force.")
+        for d in set.screening.directories {
+            out += "lookupd_directory_prefix_rules{directory=\"\(escape(d.name))\"} \(d.file.prefixRuleCount)\n"
+        }
+        header("lookupd_directory_version", "gauge", "Version number each directory was compiled with.")
+        for d in set.screening.directories {
+            out += "lookupd_directory_version{directory=\"\(escape(d.name))\",checksum=\"\(hex(d.file.header.contentChecksum))\"} \(d.file.header.directoryVersion)\n"
+        }
+        header("lookupd_contacts", "gauge", "Numbers in each contacts list in force.")
+        for c in set.screening.contacts {
+            out += "lookupd_contacts{list=\"\(escape(c.name))\"} \(c.count)\n"
+        }
+        header("lookupd_uptime_seconds", "gauge", "Seconds since start.")
+        out += "lookupd_uptime_seconds \(Int(uptime))\n"
+        header("lookupd_workers", "gauge", "Worker threads.")
+        out += "lookupd_workers \(workers.count)\n"
+        if let lastReloadError {
+            out += "# last reload failure: \(lastReloadError.replacingNewlines())\n"
+        }
+        return out
+    }
+
+    private func escape(_ s: String) -> String {
+        var out = ""
+        for c in s.unicodeScalars {
+            switch c {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            default: out.unicodeScalars.append(c)
+            }
+        }
+        return out
+    }
+
+    private func hex(_ v: UInt64) -> String {
+        let s = String(v, radix: 16)
+        return String(repeating: "0", count: 16 - s.count) + s
+    }
+}
+
+extension String {
+    func replacingNewlines() -> String {
+        String(map { $0 == "\n" || $0 == "\r" ? " " : $0 })
+    }
+}

@@ -1,0 +1,432 @@
+import CSupport
+import Configuration
+import Glibc
+import SIP
+import Synchronization
+
+/// The serving set in force, swapped whole on reload.
+///
+/// Workers read `generation` (one relaxed atomic load) per batch and take
+/// the lock only when it changed, so a reload costs the hot path nothing
+/// until it happens; a worker keeps its reference to the old set until it
+/// has finished the batch in hand.
+public final class CurrentSet: Sendable {
+    private let box: Mutex<ServingSet>
+    private let published: Atomic<UInt64>
+
+    init(_ set: ServingSet) {
+        box = Mutex(set)
+        published = Atomic(set.generation)
+    }
+
+    var generation: UInt64 { published.load(ordering: .acquiring) }
+
+    func get() -> ServingSet { box.withLock { $0 } }
+
+    func replace(_ set: ServingSet) {
+        box.withLock { $0 = set }
+        published.store(set.generation, ordering: .releasing)
+    }
+}
+
+/// Set once to ask every thread to stop.
+final class StopFlag: Sendable {
+    private let flag = Atomic<Bool>(false)
+    var isSet: Bool { flag.load(ordering: .relaxed) }
+    func set() { flag.store(true, ordering: .relaxed) }
+}
+
+/// One worker thread: its own UDP socket (and TCP listener) per listen
+/// address, bound with SO_REUSEPORT so the kernel spreads the load, its own
+/// epoll, parser, buffers, counters and log buffer. Nothing is shared with
+/// other workers but the read-only serving set.
+///
+/// Threading: created on the main thread, then used only by its own thread
+/// (`run`), except `counters`, which the control thread reads.
+final class Worker: @unchecked Sendable {
+    let index: Int
+    let counters = WorkerCounters()
+    private let current: CurrentSet
+    private let stopFlag: StopFlag
+    private let epfd: Int32
+    private let wakeFD: Int32
+    private var udpSockets: [Int32] = []
+    private var tcpListeners: [Int32] = []
+    private var connections: [Int32: TCPConnection] = [:]
+    private var set: ServingSet
+    private var responder: Responder
+    private var log: LogBuffer
+    private let maxMessageSize: Int
+
+    // UDP batch buffers, allocated once.
+    static let batch = 32
+    private let inSlot: Int
+    private let outSlot: Int
+    private let inBuffers: UnsafeMutableRawPointer
+    private let outBuffers: UnsafeMutableRawPointer
+    private let names: UnsafeMutablePointer<sockaddr_storage>
+    private let inVectors: UnsafeMutablePointer<iovec>
+    private let outVectors: UnsafeMutablePointer<iovec>
+    private let inMessages: UnsafeMutablePointer<lookupd_mmsghdr>
+    private let outMessages: UnsafeMutablePointer<lookupd_mmsghdr>
+
+    init(index: Int, current: CurrentSet, stopFlag: StopFlag, listen: [ListenAddress], toTagKey: UInt64) throws(SystemError) {
+        self.index = index
+        self.current = current
+        self.stopFlag = stopFlag
+        let set = current.get()
+        self.set = set
+        maxMessageSize = set.config.maxMessageSize
+        let parser = SIPParser(maxMessageSize: maxMessageSize, toTagKey: toTagKey)
+        responder = Responder(parser: parser, counters: counters)
+        log = LogBuffer(level: set.config.logLevel)
+
+        inSlot = maxMessageSize + 1
+        outSlot = 2 * maxMessageSize + 4096
+        inBuffers = .allocate(byteCount: inSlot * Worker.batch, alignment: 64)
+        outBuffers = .allocate(byteCount: outSlot * Worker.batch, alignment: 64)
+        names = .allocate(capacity: Worker.batch)
+        inVectors = .allocate(capacity: Worker.batch)
+        outVectors = .allocate(capacity: Worker.batch)
+        inMessages = .allocate(capacity: Worker.batch)
+        outMessages = .allocate(capacity: Worker.batch)
+
+        epfd = epoll_create1(Int32(EPOLL_CLOEXEC))
+        wakeFD = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
+        guard epfd >= 0, wakeFD >= 0 else { throw SystemError("epoll/eventfd for worker \(index)") }
+        watch(wakeFD, EPOLLIN.rawValue)
+        do {
+            for address in listen {
+                let fd = try ListenSocket.open(address, reusePort: true)
+                if address.transport == .udp { udpSockets.append(fd) } else { tcpListeners.append(fd) }
+                watch(fd, EPOLLIN.rawValue)
+            }
+        } catch {
+            closeAll()
+            throw error
+        }
+    }
+
+    deinit {
+        closeAll()
+        inBuffers.deallocate()
+        outBuffers.deallocate()
+        names.deallocate()
+        inVectors.deallocate()
+        outVectors.deallocate()
+        inMessages.deallocate()
+        outMessages.deallocate()
+    }
+
+    private func closeAll() {
+        for fd in udpSockets + tcpListeners { close(fd) }
+        for fd in connections.keys { close(fd) }
+        udpSockets = []
+        tcpListeners = []
+        connections = [:]
+        if epfd >= 0 { close(epfd) }
+        if wakeFD >= 0 { close(wakeFD) }
+    }
+
+    private func watch(_ fd: Int32, _ events: UInt32) {
+        var event = epoll_event(events: events, data: epoll_data_t(fd: fd))
+        epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event)
+    }
+
+    private func rewatch(_ fd: Int32, _ events: UInt32) {
+        var event = epoll_event(events: events, data: epoll_data_t(fd: fd))
+        epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &event)
+    }
+
+    /// Wakes the worker from epoll_wait (used to stop it).
+    func wake() {
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+    }
+
+    /// The ports actually bound, for tests that listen on port 0.
+    var boundUDPPorts: [UInt16] { udpSockets.map(ListenSocket.boundPort) }
+    var boundTCPPorts: [UInt16] { tcpListeners.map(ListenSocket.boundPort) }
+
+    // MARK: - Loop
+
+    func run() {
+        var events = [epoll_event](repeating: epoll_event(), count: 64)
+        var lastSweep = monotonicNow()
+        while !stopFlag.isSet {
+            let n = events.withUnsafeMutableBufferPointer { epoll_wait(epfd, $0.baseAddress, 64, 1000) }
+            if current.generation != set.generation {
+                set = current.get()
+                log = LogBuffer(level: set.config.logLevel)
+            }
+            if n > 0 {
+                for i in 0..<Int(n) {
+                    let fd = events[i].data.fd
+                    let flags = events[i].events
+                    if fd == wakeFD { continue }
+                    if udpSockets.contains(fd) {
+                        serveUDP(fd)
+                    } else if tcpListeners.contains(fd) {
+                        accept(fd)
+                    } else {
+                        serveTCP(fd, flags: flags)
+                    }
+                }
+            }
+            log.flush()
+            let now = monotonicNow()
+            if now - lastSweep >= 1 {
+                sweep(now)
+                lastSweep = now
+            }
+        }
+        log.flush()
+    }
+
+    // MARK: - UDP
+
+    private func serveUDP(_ fd: Int32) {
+        // Drain the socket, a batch at a time, but give other sockets a turn.
+        for _ in 0..<16 {
+            for i in 0..<Worker.batch {
+                inVectors[i] = iovec(iov_base: inBuffers + i * inSlot, iov_len: inSlot)
+                inMessages[i] = lookupd_mmsghdr()
+                inMessages[i].msg_hdr.msg_name = UnsafeMutableRawPointer(names + i)
+                inMessages[i].msg_hdr.msg_namelen = socklen_t(MemoryLayout<sockaddr_storage>.size)
+                inMessages[i].msg_hdr.msg_iov = inVectors + i
+                inMessages[i].msg_hdr.msg_iovlen = 1
+            }
+            let received = lookupd_recvmmsg(fd, inMessages, UInt32(Worker.batch), Int32(MSG_DONTWAIT))
+            if received <= 0 { return }
+            var replies = 0
+            for i in 0..<Int(received) {
+                let length = Int(inMessages[i].msg_len)
+                let (ip, port) = SocketAddress.decode(UnsafeRawPointer(names + i))
+                let out = UnsafeMutableRawBufferPointer(start: outBuffers + i * outSlot, count: outSlot)
+                let input: UnsafeRawBufferPointer
+                if inMessages[i].msg_hdr.msg_flags & Int32(MSG_TRUNC) != 0 || length > maxMessageSize {
+                    // Larger than we accept: let the parser refuse it by size.
+                    input = UnsafeRawBufferPointer(start: inBuffers + i * inSlot, count: inSlot)
+                } else {
+                    input = UnsafeRawBufferPointer(start: inBuffers + i * inSlot, count: length)
+                }
+                let answer = responder.respond(to: input, transport: .udp, sourceIP: ip, sourcePort: port,
+                                               set: set, into: out, log: &log)
+                guard answer > 0 else { continue }
+                if answer > 65507 { counters.add(.responseTooLarge); continue }
+                outVectors[replies] = iovec(iov_base: out.baseAddress, iov_len: answer)
+                outMessages[replies] = lookupd_mmsghdr()
+                outMessages[replies].msg_hdr.msg_name = UnsafeMutableRawPointer(names + i)
+                outMessages[replies].msg_hdr.msg_namelen = names[i].ss_family == sa_family_t(AF_INET)
+                    ? socklen_t(MemoryLayout<sockaddr_in>.size) : socklen_t(MemoryLayout<sockaddr_in6>.size)
+                outMessages[replies].msg_hdr.msg_iov = outVectors + replies
+                outMessages[replies].msg_hdr.msg_iovlen = 1
+                replies += 1
+            }
+            var sent = 0
+            var attempts = 0
+            while sent < replies {
+                let n = lookupd_sendmmsg(fd, outMessages + sent, UInt32(replies - sent), 0)
+                if n > 0 { sent += Int(n); continue }
+                if n < 0 && errno == EINTR { continue }
+                attempts += 1
+                if attempts > 3 || (n < 0 && errno != EAGAIN && errno != ENOBUFS) {
+                    // Skip the message the kernel refused (e.g. an unreachable peer) and go on.
+                    counters.add(.sendErrors)
+                    sent += 1
+                    attempts = 0
+                }
+            }
+            log.flush()
+            if received < Worker.batch { return }
+        }
+    }
+
+    // MARK: - TCP
+
+    private func accept(_ listener: Int32) {
+        while true {
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let fd = withUnsafeMutablePointer(to: &storage) { p in
+                p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    lookupd_accept4(listener, $0, &length, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
+                }
+            }
+            if fd < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                return  // EAGAIN, or EMFILE: try again on the next event
+            }
+            if connections.count >= set.config.tcpMaxConnections {
+                counters.add(.tcpRefused)
+                close(fd)
+                continue
+            }
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            let (ip, port) = withUnsafePointer(to: &storage) { SocketAddress.decode(UnsafeRawPointer($0)) }
+            connections[fd] = TCPConnection(fd: fd, ip: ip, port: port, capacity: maxMessageSize, now: monotonicNow())
+            counters.add(.tcpAccepted)
+            watch(fd, EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
+        }
+    }
+
+    private func serveTCP(_ fd: Int32, flags: UInt32) {
+        guard let connection = connections[fd] else { return }
+        if flags & EPOLLOUT.rawValue != 0 {
+            if !connection.flush() { drop(connection, .tcpClosedUnread); return }
+            if !connection.hasPendingOutput { rewatch(fd, EPOLLIN.rawValue | EPOLLRDHUP.rawValue) }
+        }
+        guard flags & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 else { return }
+        let framer = SIPStreamFramer(maxMessageSize: maxMessageSize)
+        var open = true
+        // Read what is there (bounded, so one connection cannot starve the others).
+        for _ in 0..<8 {
+            let got = connection.receive()
+            if got < 0 { open = false; break }
+            if got == 0 { break }
+            // Frame and answer every complete message in the buffer.
+            framing: while true {
+                let frame = connection.withReceived { framer.frame($0) }
+                switch frame {
+                case .needMore:
+                    break framing
+                case .keepAlive(let consume, let pong):
+                    connection.consume(consume)
+                    counters.add(.tcpKeepalives)
+                    if pong { connection.queue([0x0D, 0x0A]) }
+                case .message(let length):
+                    let out = UnsafeMutableRawBufferPointer(start: outBuffers, count: outSlot)
+                    let answer = connection.withReceived { bytes in
+                        responder.respond(to: UnsafeRawBufferPointer(rebasing: bytes[0..<length]), transport: .tcp,
+                                          sourceIP: connection.ip, sourcePort: connection.port, set: set, into: out, log: &log)
+                    }
+                    connection.consume(length)
+                    if answer > 0 { connection.queue(UnsafeRawBufferPointer(rebasing: out[0..<answer])) }
+                case .invalid(let error):
+                    counters.add(error == .tooLarge ? .tooLarge : .tcpClosedInvalid)
+                    open = false
+                    break framing
+                }
+            }
+            if !open { break }
+        }
+        if connection.peerClosed && connection.receivedCount == 0 { open = false }
+        if open {
+            if !connection.flush() { drop(connection, .tcpClosedUnread); return }
+            if connection.pendingOutput > TCPConnection.maxPendingOutput { drop(connection, .tcpClosedUnread); return }
+            if connection.hasPendingOutput { rewatch(fd, EPOLLIN.rawValue | EPOLLOUT.rawValue | EPOLLRDHUP.rawValue) }
+            if connection.peerClosed && !connection.hasPendingOutput { drop(connection, nil) }
+        } else {
+            _ = connection.flush()
+            drop(connection, nil)
+        }
+    }
+
+    private func drop(_ connection: TCPConnection, _ reason: Counter?) {
+        if let reason { counters.add(reason) }
+        epoll_ctl(epfd, EPOLL_CTL_DEL, connection.fd, nil)
+        close(connection.fd)
+        connections[connection.fd] = nil
+    }
+
+    /// Closes idle connections and those stuck mid-message (a slowloris
+    /// peer trickling a byte a second never finishes a message).
+    private func sweep(_ now: Double) {
+        let idle = Double(set.config.tcpIdleTimeout)
+        for connection in Array(connections.values) {
+            if connection.receivedCount > 0, now - connection.messageStarted > TCPConnection.messageTimeout {
+                drop(connection, .tcpClosedSlow)
+            } else if now - connection.lastActivity > idle {
+                drop(connection, .tcpClosedIdle)
+            }
+        }
+    }
+}
+
+/// One SIP TCP connection's buffers. Used by its worker thread only.
+final class TCPConnection {
+    /// Seconds a peer has to complete a message once it has started one.
+    static let messageTimeout = 10.0
+    /// Unsent response bytes tolerated before a peer that does not read is cut off.
+    static let maxPendingOutput = 256 * 1024
+
+    let fd: Int32
+    let ip: IPAddress
+    let port: UInt16
+    private var input: UnsafeMutableRawPointer
+    private let inputCapacity: Int
+    private(set) var receivedCount = 0
+    private var output: [UInt8] = []
+    private var outputStart = 0
+    private(set) var lastActivity: Double
+    private(set) var messageStarted: Double
+    private(set) var peerClosed = false
+
+    init(fd: Int32, ip: IPAddress, port: UInt16, capacity: Int, now: Double) {
+        self.fd = fd
+        self.ip = ip
+        self.port = port
+        // Room for a whole message of the maximum size, plus one byte so that
+        // an oversized one is seen as such by the framer.
+        inputCapacity = capacity + 1
+        input = .allocate(byteCount: inputCapacity, alignment: 16)
+        lastActivity = now
+        messageStarted = now
+    }
+
+    deinit { input.deallocate() }
+
+    var hasPendingOutput: Bool { outputStart < output.count }
+    var pendingOutput: Int { output.count - outputStart }
+
+    /// Reads into the free space: > 0 bytes read, 0 nothing to read now, -1 error.
+    func receive() -> Int {
+        let space = inputCapacity - receivedCount
+        if space == 0 { return 0 }
+        let n = read(fd, input + receivedCount, space)
+        if n > 0 {
+            let now = monotonicNow()
+            if receivedCount == 0 { messageStarted = now }
+            receivedCount += n
+            lastActivity = now
+            return n
+        }
+        if n == 0 { peerClosed = true; return 0 }
+        if errno == EAGAIN || errno == EINTR { return 0 }
+        return -1
+    }
+
+    func withReceived<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        body(UnsafeRawBufferPointer(start: input, count: receivedCount))
+    }
+
+    func consume(_ count: Int) {
+        let rest = receivedCount - count
+        if rest > 0 { memmove(input, input + count, rest) }
+        receivedCount = rest
+        messageStarted = monotonicNow()
+    }
+
+    func queue(_ bytes: UnsafeRawBufferPointer) {
+        output.append(contentsOf: bytes)
+    }
+
+    func queue(_ bytes: [UInt8]) { output.append(contentsOf: bytes) }
+
+    /// Writes as much pending output as the socket takes. False on a write error.
+    func flush() -> Bool {
+        while outputStart < output.count {
+            let n = output.withUnsafeBytes { write(fd, $0.baseAddress! + outputStart, $0.count - outputStart) }
+            if n > 0 { outputStart += n; continue }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && errno == EAGAIN { break }
+            return false
+        }
+        if outputStart == output.count {
+            output.removeAll(keepingCapacity: output.capacity <= 65536)
+            outputStart = 0
+        }
+        return true
+    }
+}

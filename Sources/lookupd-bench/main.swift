@@ -1,0 +1,246 @@
+import Directory
+import Glibc
+
+// lookupd-bench: measurements behind docs/BENCHMARKS.md. Build and run with
+//   swift run -c release lookupd-bench directory [--sizes 1e6,1e7,1e8]
+//   swift run -c release lookupd-bench compile [--entries 1e7]
+// Figures are medians of repeated rounds; the machine is noisy, so compare
+// only runs taken together.
+
+let usage = """
+Usage: lookupd-bench directory [--sizes N,N,...] [--rounds R] [--dir PATH]
+       lookupd-bench compile [--entries N] [--dir PATH]
+
+directory  for each size: write a directory file of N random numbers, time
+           opening it, and time lookups of random members (hits) and random
+           non-members (misses), warm; both independent lookups (throughput)
+           and dependent ones (each key chosen from the previous answer:
+           latency). Also a plain sorted-array binary search for comparison.
+compile    write a CSV of N lines (blocked and labelled numbers) and time
+           `DirectoryCompiler` + `DirectoryWriter` on it, as `lookupd compile` runs.
+
+"""
+
+struct Options {
+    var sizes: [Int] = [1_000_000, 10_000_000]
+    var rounds = 9
+    var entries = 10_000_000
+    var dir = "/tmp"
+}
+
+func parseCount(_ text: Substring) -> Int? {
+    if let v = Int(text) { return v }
+    let parts = text.lowercased().split(separator: "e")
+    if parts.count == 2, let m = Double(parts[0]), let e = Int(parts[1]) { return Int(m * pow(10, Double(e))) }
+    return nil
+}
+
+func now() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+func median(_ xs: [Double]) -> Double {
+    let s = xs.sorted()
+    return s.isEmpty ? 0 : s[s.count / 2]
+}
+
+func say(_ text: String) {
+    var line = text + "\n"
+    line.withUTF8 { _ = write(1, $0.baseAddress, $0.count) }
+}
+
+/// Deterministic xorshift so every run draws the same numbers.
+struct Random {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state ^= state << 13
+        state ^= state >> 7
+        state ^= state << 17
+        return state
+    }
+    mutating func below(_ n: UInt64) -> UInt64 { next() % n }
+}
+
+/// n distinct numbers, ascending, spread over +86 13x..19x (13 digits).
+func sortedNumbers(_ n: Int, seed: UInt64) -> [UInt64] {
+    let low: UInt64 = 8_613_000_000_000, high: UInt64 = 8_620_000_000_000
+    let gap = max(UInt64(2), (high - low) / UInt64(n) * 2 - 1)
+    var rng = Random(state: seed)
+    var keys = [UInt64]()
+    keys.reserveCapacity(n)
+    var x = low
+    for _ in 0..<n {
+        x += 1 + rng.below(gap)
+        keys.append(x)
+    }
+    return keys
+}
+
+func directoryBenchmark(_ options: Options) {
+    say("| entries | file size | write s | open µs (median of 100) | hit ns/op indep. | miss ns/op indep. | hit ns/op dependent | miss ns/op dependent | sorted-array hit ns/op dependent |")
+    say("|---|---|---|---|---|---|---|---|---|")
+    for n in options.sizes {
+        var content = DirectoryContent()
+        content.exactKeys = sortedNumbers(n, seed: 0x9E37_79B9 ^ UInt64(n))
+        var rng = Random(state: 42)
+        let labelCount = 5000
+        content.labels = (0..<labelCount).map { Array("Label \(100000 + $0)".utf8) }
+        content.exactValues = (0..<n).map { _ in
+            let r = rng.below(2 * UInt64(labelCount))
+            return r < UInt64(labelCount) ? 1 : UInt32(r - UInt64(labelCount) + 1) << 1
+        }
+        let path = "\(options.dir)/lookupd-bench-\(n).lkd"
+        let t0 = now()
+        do { try DirectoryWriter.write(content, to: path) } catch { say("write failed: \(error)"); exit(1) }
+        let writeSeconds = now() - t0
+
+        var opens: [Double] = []
+        for _ in 0..<100 {
+            let t = now()
+            let f = try! DirectoryFile(path: path)
+            opens.append((now() - t) * 1e6)
+            _ = f.count
+        }
+        let file = try! DirectoryFile(path: path)
+        // Warm the page cache and the mapping.
+        _ = try? file.verify()
+
+        let probes = 1_000_000
+        var hits = [PhoneNumber](), misses = [PhoneNumber]()
+        hits.reserveCapacity(probes)
+        misses.reserveCapacity(probes)
+        var r = Random(state: 7)
+        let keys = content.exactKeys
+        for _ in 0..<probes { hits.append(PhoneNumber(value: keys[Int(r.below(UInt64(n)))])!) }
+        while misses.count < probes {
+            let k = keys[0] + r.below(keys[n - 1] - keys[0])
+            if !binarySearch(keys, k) { misses.append(PhoneNumber(value: k)!) }
+        }
+
+        func independent(_ probes: [PhoneNumber]) -> Double {
+            var samples: [Double] = []
+            var found = 0
+            for _ in 0..<options.rounds {
+                let t = now()
+                for p in probes where file.lookup(p) != nil { found += 1 }
+                samples.append((now() - t) * 1e9 / Double(probes.count))
+            }
+            if found == -1 { say("") }
+            return median(samples)
+        }
+        /// Each probe index depends on the previous answer, so lookups cannot
+        /// overlap: this is the latency of one lookup.
+        func dependent(_ probes: [PhoneNumber]) -> Double {
+            var samples: [Double] = []
+            var carry = 0
+            for _ in 0..<options.rounds {
+                let t = now()
+                var i = 0
+                for _ in 0..<probes.count {
+                    let e = file.lookup(probes[i])
+                    carry &+= e == nil ? 1 : Int(e!.blocked ? 3 : 5)
+                    i = (i &+ 1 &+ (carry & 1)) % probes.count
+                }
+                samples.append((now() - t) * 1e9 / Double(probes.count))
+            }
+            if carry == -1 { say("") }
+            return median(samples)
+        }
+        func sortedDependent(_ probes: [PhoneNumber]) -> Double {
+            var samples: [Double] = []
+            var carry = 0
+            keys.withUnsafeBufferPointer { k in
+                for _ in 0..<3 {
+                    let t = now()
+                    var i = 0
+                    for _ in 0..<probes.count {
+                        let found = binarySearch(k, probes[i].value)
+                        carry &+= found ? 3 : 1
+                        i = (i &+ 1 &+ (carry & 1)) % probes.count
+                    }
+                    samples.append((now() - t) * 1e9 / Double(probes.count))
+                }
+            }
+            if carry == -1 { say("") }
+            return median(samples)
+        }
+        let size = file.header.fileSize
+        say("| \(n) | \(size / 1_000_000) MB | \(fmt(writeSeconds)) | \(fmt(median(opens))) | \(fmt(independent(hits))) | \(fmt(independent(misses))) | \(fmt(dependent(hits))) | \(fmt(dependent(misses))) | \(fmt(sortedDependent(hits))) |")
+        unlink(path)
+    }
+}
+
+func binarySearch<C: RandomAccessCollection>(_ keys: C, _ x: UInt64) -> Bool where C.Element == UInt64, C.Index == Int {
+    var lo = keys.startIndex, hi = keys.endIndex
+    while lo < hi {
+        let mid = (lo + hi) >> 1
+        if keys[mid] < x { lo = mid + 1 } else { hi = mid }
+    }
+    return lo < keys.endIndex && keys[lo] == x
+}
+
+func fmt(_ x: Double) -> String {
+    if x >= 100 { return String(Int(x.rounded())) }
+    return String(Double(Int(x * 10)) / 10)
+}
+
+func compileBenchmark(_ options: Options) {
+    let n = options.entries
+    let csv = "\(options.dir)/lookupd-bench-\(n).csv"
+    let out = "\(options.dir)/lookupd-bench-compiled-\(n).lkd"
+    // Unsorted input, as real feeds are: shuffle by writing in a scattered order.
+    let keys = sortedNumbers(n, seed: 1234)
+    guard let f = fopen(csv, "w") else { say("cannot write \(csv)"); exit(1) }
+    fputs("number,action,label\n", f)
+    var rng = Random(state: 99)
+    let stride = 7_919
+    for i in 0..<n {
+        let k = keys[(i &* stride) % n]
+        if rng.below(2) == 0 {
+            fputs("+\(k),block,Spam \(rng.below(10000))\n", f)
+        } else {
+            fputs("+\(k),identify,Business \(rng.below(100000))\n", f)
+        }
+    }
+    fclose(f)
+    var st = stat()
+    stat(csv, &st)
+    let t0 = now()
+    let compiler = DirectoryCompiler()
+    do { try compiler.add(path: csv) } catch { say("read failed: \(error)"); exit(1) }
+    let t1 = now()
+    guard case .success(let content) = compiler.finish() else { say("compile failed: \(compiler.diagnostics.prefix(3))"); exit(1) }
+    let t2 = now()
+    do { try DirectoryWriter.write(content, to: out) } catch { say("write failed: \(error)"); exit(1) }
+    let t3 = now()
+    say("| lines | CSV size | read+validate s | sort+dedupe s | write s | total s | lines/s |")
+    say("|---|---|---|---|---|---|---|")
+    say("| \(n) | \(Int(st.st_size) / 1_000_000) MB | \(fmt(t1 - t0)) | \(fmt(t2 - t1)) | \(fmt(t3 - t2)) | \(fmt(t3 - t0)) | \(Int(Double(n) / (t3 - t0))) |")
+    unlink(csv)
+    unlink(out)
+}
+
+var options = Options()
+var args = Array(CommandLine.arguments.dropFirst())
+guard let mode = args.first else { print(usage, terminator: ""); exit(2) }
+args.removeFirst()
+var i = 0
+while i < args.count {
+    let a = args[i]
+    let value = i + 1 < args.count ? args[i + 1] : ""
+    switch a {
+    case "--sizes": options.sizes = value.split(separator: ",").compactMap(parseCount); i += 1
+    case "--rounds": options.rounds = Int(value) ?? options.rounds; i += 1
+    case "--entries": options.entries = parseCount(Substring(value)) ?? options.entries; i += 1
+    case "--dir": options.dir = value; i += 1
+    default: print(usage, terminator: ""); exit(2)
+    }
+    i += 1
+}
+switch mode {
+case "directory": directoryBenchmark(options)
+case "compile": compileBenchmark(options)
+default: print(usage, terminator: ""); exit(2)
+}
