@@ -1,0 +1,497 @@
+/// Where the request came from: the socket peer, not anything the request claims.
+///
+/// Threading: a plain value; `Sendable`.
+public struct SIPSourceAddress: Sendable, Hashable {
+    /// Textual IPv4 or IPv6 address (no brackets, no port).
+    public var ip: String
+    public var port: UInt16
+
+    public init(ip: String, port: UInt16) {
+        self.ip = ip
+        self.port = port
+    }
+}
+
+/// The `Contact` of a (typically 3xx) response.
+///
+/// Threading: a plain value; `Sendable`.
+public enum SIPContact: Sendable, Hashable {
+    /// `Contact: <Request-URI of the request>`.
+    case requestURI
+    /// `Contact: <uri>`; the URI must not contain spaces, control characters, `<`, `>` or `"`.
+    case uri(String)
+}
+
+/// The URI of the `P-Asserted-Identity` written with a label.
+///
+/// Threading: a plain value; `Sendable` (`.from`/`.assertedIdentity` are resolved against the
+/// request the response is written for).
+public enum SIPIdentityURI: Sendable, Hashable {
+    /// The request's From URI.
+    case from
+    /// The request's n-th valid P-Asserted-Identity URI.
+    case assertedIdentity(Int)
+    case uri(String)
+}
+
+/// A caller label (a name from the directory), as UTF-8.
+///
+/// Threading: not `Sendable` because of `.buffer`; build it on the thread that writes.
+public enum SIPLabel {
+    case string(String)
+    case bytes([UInt8])
+    /// Bytes the caller keeps alive for the duration of the write (e.g. a mapped directory).
+    case buffer(UnsafeRawBufferPointer)
+}
+
+/// Why a label was left out of a response.
+///
+/// Threading: a plain value; `Sendable`.
+public enum SIPLabelRefusal: Sendable, Hashable {
+    case empty
+    /// More than `SIPResponse.maxLabelBytes` bytes.
+    case tooLong
+    /// A byte in 0x00-0x1F or 0x7F: could end the header (CR LF) or confuse the receiver.
+    case controlCharacter
+    case invalidUTF8
+}
+
+/// Everything a response adds to what is copied from the request.
+///
+/// Threading: a plain value (not `Sendable` only because of `SIPLabel.buffer`).
+public struct SIPResponse {
+    public static let maxLabelBytes = 255
+
+    public var statusCode: Int
+    public var reasonPhrase: String
+    /// Source of the request, for RFC 3581 `received`/`rport` on the top Via.
+    public var source: SIPSourceAddress
+    public var contact: SIPContact?
+    /// Written as the display name of `P-Asserted-Identity` (when `identity` is set) and as
+    /// the value of the `labelHeaderName` header, always as an escaped quoted-string.
+    public var label: SIPLabel?
+    public var identity: SIPIdentityURI?
+    public var labelHeaderName: String
+    /// Written after everything else, in order (e.g. `Reason`, `Retry-After`, `Allow`).
+    public var headers: [SIPHeaderField]
+
+    public init(statusCode: Int, reasonPhrase: String, source: SIPSourceAddress,
+                contact: SIPContact? = nil, label: SIPLabel? = nil, identity: SIPIdentityURI? = nil,
+                labelHeaderName: String = "X-Caller-Label", headers: [SIPHeaderField] = []) {
+        self.statusCode = statusCode
+        self.reasonPhrase = reasonPhrase
+        self.source = source
+        self.contact = contact
+        self.label = label
+        self.identity = identity
+        self.labelHeaderName = labelHeaderName
+        self.headers = headers
+    }
+
+    /// The response for a rejection from the protocol checks or a malformed request.
+    public init(_ rejection: SIPRejection, source: SIPSourceAddress) {
+        self.init(statusCode: rejection.statusCode, reasonPhrase: rejection.reasonPhrase,
+                  source: source, headers: rejection.headers)
+    }
+}
+
+/// What `writeResponse` did.
+///
+/// Threading: a plain value; `Sendable`.
+public struct SIPWriteResult: Sendable, Hashable {
+    /// Bytes written at the start of the buffer.
+    public var byteCount: Int
+    /// Set when a label was supplied but left out (no display name, no label header).
+    public var labelRefusal: SIPLabelRefusal?
+    /// Set when an identity was asked for from the request but it has none usable (no such PAI,
+    /// or a From URI that cannot be written safely); the P-Asserted-Identity is then omitted.
+    public var identityOmitted: Bool
+}
+
+/// Why no response was written (the buffer may hold a partial response: do not send it).
+/// Apart from `noRequest`, `bufferTooSmall` and an unsafe Request-URI as Contact, these are caller
+/// bugs: invalid text in a field that would otherwise reach the wire.
+///
+/// Threading: a plain value; `Sendable`.
+public enum SIPWriteError: Error, Sendable, Hashable {
+    /// The last parse produced nothing to answer.
+    case noRequest
+    case bufferTooSmall
+    case invalidStatusCode
+    case invalidReasonPhrase
+    case invalidSourceAddress
+    /// The Contact URI (given, or the request's Request-URI) cannot sit safely between `<` `>`.
+    case invalidContact
+    case invalidIdentityURI
+    case invalidLabelHeaderName
+    /// A name that is not a token, or a value with control characters; carries the name.
+    case invalidHeaderField(String)
+}
+
+extension SIPRequest {
+    /// Writes a complete response into `buffer`.
+    ///
+    /// Copied from the request (RFC 3261 §8.2.6.2): every Via value in order (the top one with
+    /// RFC 3581 `received`/`rport`), From, To (plus a derived tag if it had none), Call-ID and
+    /// CSeq, as written (folded lines unfolded). Then Contact, P-Asserted-Identity, the label
+    /// header, the extra headers, and `Content-Length: 0`.
+    ///
+    /// The same request (a retransmission) always yields the same bytes. 16 KiB is enough for
+    /// any realistic request; 2 × `maxMessageSize` plus the label and extra headers is enough for
+    /// any request at all.
+    public func writeResponse(_ response: SIPResponse, into buffer: UnsafeMutableRawBufferPointer) throws(SIPWriteError) -> SIPWriteResult {
+        let s = store
+        guard s.state != .empty else { throw .noRequest }
+        guard (100...699).contains(response.statusCode) else { throw .invalidStatusCode }
+        guard isSafeHeaderValue(response.reasonPhrase) else { throw .invalidReasonPhrase }
+        guard isIPAddressText(response.source.ip) else { throw .invalidSourceAddress }
+        guard isTokenString(response.labelHeaderName) else { throw .invalidLabelHeaderName }
+        for h in response.headers where !isTokenString(h.name) || !isSafeHeaderValue(h.value) {
+            throw .invalidHeaderField(h.name)
+        }
+        switch response.contact {
+        case .requestURI: guard isSafeURI(s.requestURIText) else { throw .invalidContact }
+        case .uri(let text): guard isSafeURI(text) else { throw .invalidContact }
+        case nil: break
+        }
+        if case .uri(let text) = response.identity, !isSafeURI(text) { throw .invalidIdentityURI }
+        // Derived text for this write goes to the arena and is released afterwards.
+        let mark = s.arena.used
+        defer { s.arena.used = mark }
+
+        var w = ByteWriter(buffer)
+        w.append("SIP/2.0 ")
+        w.appendDecimal(response.statusCode)
+        w.append(" ")
+        w.appendString(response.reasonPhrase)
+        w.append("\r\n")
+
+        for (index, value) in s.viaValues.enumerated() {
+            w.append("Via: ")
+            if index == 0 {
+                writeTopVia(value, source: response.source, into: &w)
+            } else {
+                w.append(value)
+            }
+            w.append("\r\n")
+        }
+
+        let fromValue = s.from.value ?? .empty
+        let toValue = s.to.value ?? .empty
+        w.append("From: ")
+        w.append(fromValue)
+        w.append("\r\nTo: ")
+        w.append(toValue)
+        // After a complete parse the header values are already read; a 400 for a malformed
+        // request reads them here, tolerating failure.
+        let complete = s.state == .request
+        let toTag = complete ? s.toAddress.tag : SIPNameAddress.read(toValue, arena: &s.arena)?.tag
+        if toTag == nil {
+            w.append(";tag=")
+            w.appendHex(derivedToTag())
+        }
+        w.append("\r\nCall-ID: ")
+        w.append(s.callID.value ?? .empty)
+        w.append("\r\nCSeq: ")
+        w.append(s.cseq.value ?? .empty)
+        w.append("\r\n")
+
+        switch response.contact {
+        case nil:
+            break
+        case .requestURI:
+            w.append("Contact: <")
+            w.append(s.requestURIText)
+            w.append(">\r\n")
+        case .uri(let text):
+            w.append("Contact: <")
+            w.appendString(text)
+            w.append(">\r\n")
+        }
+
+        // The identity URI: the caller's own text must be safe between < and >; text taken from
+        // the request is checked too and, if unsafe, leads to omitting the header.
+        var identityText: SIPText?
+        var identityString: String?
+        var identityOmitted = false
+        switch response.identity {
+        case nil:
+            break
+        case .from:
+            if s.state == .request { identityText = s.fromAddress.uri.text }
+        case .assertedIdentity(let n):
+            if s.state == .request, n >= 0, n < s.assertedIdentities.count { identityText = s.assertedIdentities[n].uri.text }
+        case .uri(let text):
+            identityString = text
+        }
+        if let t = identityText, !isSafeURI(t) { identityText = nil }
+        if response.identity != nil && identityText == nil && identityString == nil { identityOmitted = true }
+
+        // The label is validated once, then used for both headers or for neither.
+        let labelRefusal = withLabelBytes(response.label) { label -> SIPLabelRefusal? in
+            let refusal = label.flatMap(validateLabel)
+            let usable = refusal == nil ? label : nil
+            if identityText != nil || identityString != nil {
+                w.append("P-Asserted-Identity: ")
+                if let usable {
+                    w.appendQuoted(usable)
+                    w.append(" ")
+                }
+                w.append("<")
+                if let t = identityText { w.append(t) } else if let c = identityString { w.appendString(c) }
+                w.append(">\r\n")
+            }
+            if let usable {
+                w.appendString(response.labelHeaderName)
+                w.append(": ")
+                w.appendQuoted(usable)
+                w.append("\r\n")
+            }
+            return refusal
+        }
+
+        for h in response.headers {
+            w.appendString(h.name)
+            w.append(": ")
+            w.appendString(h.value)
+            w.append("\r\n")
+        }
+        w.append("Content-Length: 0\r\n\r\n")
+        guard !w.overflowed else { throw .bufferTooSmall }
+        return SIPWriteResult(byteCount: w.count, labelRefusal: labelRefusal, identityOmitted: identityOmitted)
+    }
+
+    /// Top Via with RFC 3581 handling: `rport` (with or without a value) becomes
+    /// `rport=<source port>`; an existing `received` is dropped and `received=<source IP>` is
+    /// appended when rport was requested or the sent-by host is not the source IP (RFC 3261
+    /// §18.2.1). A Via lookupd cannot read (only possible in a 400) is copied as it is.
+    private func writeTopVia(_ value: SIPText, source: SIPSourceAddress, into w: inout ByteWriter) {
+        guard let via = store.state == .request ? store.topVia : SIPVia.read(value) else {
+            w.append(value)
+            return
+        }
+        let params = via.parameters.text
+        let headLength = params.count > 0 ? (params.baseAddress! - value.baseAddress!) : value.count
+        w.append(value.slice(0, headLength).trimmingLWS())
+        var rport = false
+        for p in via.parameters {
+            if p.name.equalsLiteral("received") { continue }
+            w.append(";")
+            if p.name.equalsLiteral("rport") {
+                rport = true
+                w.append(p.name)
+                w.append("=")
+                w.appendDecimal(Int(source.port))
+                continue
+            }
+            w.append(p.name)
+            if let v = p.value {
+                w.append("=")
+                w.append(v)
+            }
+        }
+        if rport || !via.host.equalsIgnoringCase(source.ip) {
+            w.append(";received=")
+            w.appendString(source.ip)
+        }
+    }
+
+    /// A To-tag that depends only on the request's transaction identity (Call-ID, From tag, CSeq,
+    /// top Via branch) and the parser's key, so a retransmission is answered byte-identically
+    /// without keeping state.
+    private func derivedToTag() -> UInt64 {
+        let s = store
+        var h = FNV1a(key: s.toTagKey)
+        h.add(s.callID.value ?? .empty)
+        let complete = s.state == .request
+        let fromTag = complete ? s.fromAddress.tag : SIPNameAddress.read(s.from.value ?? .empty, arena: &s.arena)?.tag
+        h.add(fromTag ?? .empty)
+        h.add(s.cseq.value ?? .empty)
+        if let top = s.viaValues.first {
+            let via = complete ? s.topVia : SIPVia.read(top)
+            h.add(via?.branch ?? top)
+        }
+        return h.finish()
+    }
+}
+
+/// FNV-1a over length-separated fields, finished with the splitmix64 mixer so every output bit
+/// depends on every input bit.
+struct FNV1a {
+    var state: UInt64
+
+    init(key: UInt64) { state = 0xcbf2_9ce4_8422_2325 ^ key }
+
+    mutating func add(_ text: SIPText) {
+        for b in text {
+            state ^= UInt64(b)
+            state = state &* 0x0000_0100_0000_01b3
+        }
+        state ^= UInt64(text.count) &+ 0xff
+        state = state &* 0x0000_0100_0000_01b3
+    }
+
+    func finish() -> UInt64 {
+        var z = state &+ 0x9e37_79b9_7f4a_7c15
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return z ^ (z >> 31)
+    }
+}
+
+/// Bounded appends into the caller's buffer; remembers overflow instead of failing each append.
+struct ByteWriter {
+    let base: UnsafeMutableRawPointer?
+    let capacity: Int
+    var count = 0
+    var overflowed = false
+
+    init(_ buffer: UnsafeMutableRawBufferPointer) {
+        base = buffer.baseAddress
+        capacity = buffer.count
+    }
+
+    mutating func append(_ p: UnsafeRawPointer?, _ n: Int) {
+        guard n > 0, let p else { return }
+        guard !overflowed, let base, capacity - count >= n else { overflowed = true; return }
+        (base + count).copyMemory(from: p, byteCount: n)
+        count += n
+    }
+
+    mutating func append(_ s: StaticString) { append(s.utf8Start, s.utf8CodeUnitCount) }
+    mutating func append(_ t: SIPText) { append(t.baseAddress, t.count) }
+    /// Named differently from `append(_: StaticString)` so that literals pick the cheaper one.
+    mutating func appendString(_ s: String) {
+        var s = s
+        s.withUTF8 { append($0.baseAddress, $0.count) }
+    }
+
+    mutating func appendByte(_ b: UInt8) {
+        guard !overflowed, let base, count < capacity else { overflowed = true; return }
+        base.storeBytes(of: b, toByteOffset: count, as: UInt8.self)
+        count += 1
+    }
+
+    mutating func appendDecimal(_ value: Int) {
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var v = UInt64(max(0, value))
+        var n = 0
+        withUnsafeMutableBytes(of: &digits) { d in
+            repeat {
+                d[19 - n] = UInt8(v % 10) + 0x30
+                v /= 10
+                n += 1
+            } while v > 0
+            append(d.baseAddress! + 20 - n, n)
+        }
+    }
+
+    mutating func appendHex(_ value: UInt64) {
+        let hex: StaticString = "0123456789abcdef"
+        for shift in stride(from: 60, through: 0, by: -4) {
+            appendByte(hex.utf8Start[Int((value >> UInt64(shift)) & 0xf)])
+        }
+    }
+
+    /// A quoted-string with `"` and `\` escaped (RFC 3261 §25.1). The content is validated
+    /// beforehand (`validateLabel`).
+    mutating func appendQuoted(_ bytes: UnsafeRawBufferPointer) {
+        appendByte(ASCII.quote)
+        for b in bytes {
+            if b == ASCII.quote || b == ASCII.backslash { appendByte(ASCII.backslash) }
+            appendByte(b)
+        }
+        appendByte(ASCII.quote)
+    }
+}
+
+private func withLabelBytes<R>(_ label: SIPLabel?, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
+    switch label {
+    case nil: return body(nil)
+    case .buffer(let b): return body(b)
+    case .bytes(let b): return b.withUnsafeBytes { body($0) }
+    case .string(let s):
+        var s = s
+        return s.withUTF8 { body(UnsafeRawBufferPointer($0)) }
+    }
+}
+
+func validateLabel(_ bytes: UnsafeRawBufferPointer) -> SIPLabelRefusal? {
+    if bytes.isEmpty { return .empty }
+    if bytes.count > SIPResponse.maxLabelBytes { return .tooLong }
+    for b in bytes where isControl(b) { return .controlCharacter }
+    return isValidUTF8(bytes) ? nil : .invalidUTF8
+}
+
+/// Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above U+10FFFF.
+func isValidUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    var i = 0
+    let n = bytes.count
+    while i < n {
+        let b0 = bytes[i]
+        if b0 < 0x80 { i += 1; continue }
+        var need: Int
+        var lower: UInt8 = 0x80, upper: UInt8 = 0xBF
+        switch b0 {
+        case 0xC2...0xDF: need = 1
+        case 0xE0: need = 2; lower = 0xA0
+        case 0xE1...0xEC, 0xEE...0xEF: need = 2
+        case 0xED: need = 2; upper = 0x9F
+        case 0xF0: need = 3; lower = 0x90
+        case 0xF1...0xF3: need = 3
+        case 0xF4: need = 3; upper = 0x8F
+        default: return false
+        }
+        guard i + need < n else { return false }
+        let b1 = bytes[i + 1]
+        guard b1 >= lower && b1 <= upper else { return false }
+        var k = 2
+        while k <= need {
+            let b = bytes[i + k]
+            guard b >= 0x80 && b <= 0xBF else { return false }
+            k += 1
+        }
+        i += need + 1
+    }
+    return true
+}
+
+/// No control characters except HTAB (RFC 3261 header values and reason phrases; this is what
+/// keeps CR LF out).
+private func allUTF8(_ s: String, _ predicate: (UInt8) -> Bool) -> Bool {
+    var s = s
+    return s.withUTF8 { bytes in
+        for b in bytes where !predicate(b) { return false }
+        return true
+    }
+}
+
+func isSafeHeaderValue(_ s: String) -> Bool {
+    allUTF8(s) { !isControl($0) || $0 == ASCII.tab }
+}
+
+func isTokenString(_ s: String) -> Bool {
+    !s.isEmpty && allUTF8(s, isTokenByte)
+}
+
+func isIPAddressText(_ s: String) -> Bool {
+    guard !s.isEmpty, s.utf8.count <= 45 else { return false }
+    return allUTF8(s) { hexValue($0) != nil || $0 == UInt8(ascii: ".") || $0 == ASCII.colon }
+}
+
+private func isSafeURIByte(_ b: UInt8) -> Bool {
+    b > 0x20 && b < 0x7F && b != ASCII.lessThan && b != ASCII.greaterThan && b != ASCII.quote
+}
+
+/// A URI that can sit between `<` and `>` without changing the header's structure.
+func isSafeURI(_ t: SIPText) -> Bool {
+    guard t.count > 0, t.firstIndex(of: ASCII.colon) != nil else { return false }
+    return t.allSatisfy(isSafeURIByte)
+}
+
+func isSafeURI(_ s: String) -> Bool {
+    guard !s.isEmpty, s.utf8.contains(ASCII.colon) else { return false }
+    return allUTF8(s, isSafeURIByte)
+}

@@ -1,0 +1,101 @@
+import Foundation
+import XCTest
+@testable import SIP
+
+/// Tests/Fixtures, found from this file's path (no resource bundles).
+let fixturesDirectory: URL = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent()   // SIPTests
+    .deletingLastPathComponent()   // Tests
+    .appendingPathComponent("Fixtures")
+
+let tortureDirectory = fixturesDirectory.appendingPathComponent("sip-torture")
+
+/// Turns a readable message (lines joined with \n) into wire form with CRLF line ends.
+func wire(_ text: String) -> [UInt8] {
+    Array(text.replacingOccurrences(of: "\n", with: "\r\n").utf8)
+}
+
+let testSource = SIPSourceAddress(ip: "192.0.2.99", port: 40000)
+
+extension SIPParser {
+    func parse(_ text: String) -> SIPParseOutcome {
+        parse(wire(text))
+    }
+}
+
+/// Writes a response for the parser's current request and returns it as text and bytes.
+func respond(_ parser: SIPParser, _ response: SIPResponse, capacity: Int = 16384,
+             file: StaticString = #filePath, line: UInt = #line) throws -> (text: String, bytes: [UInt8], result: SIPWriteResult) {
+    var buffer = [UInt8](repeating: 0, count: capacity)
+    let result = try buffer.withUnsafeMutableBytes { try parser.request.writeResponse(response, into: $0) }
+    let bytes = Array(buffer[0..<result.byteCount])
+    return (String(decoding: bytes, as: UTF8.self), bytes, result)
+}
+
+/// Header lines of a written response (without the status line and the empty line).
+func headerLines(_ text: String) -> [String] {
+    var lines = text.components(separatedBy: "\r\n")
+    lines.removeFirst()
+    return lines.filter { !$0.isEmpty }
+}
+
+func headerValues(_ text: String, _ name: String) -> [String] {
+    headerLines(text).compactMap { line in
+        guard let colon = line.firstIndex(of: ":") else { return nil }
+        guard line[..<colon].lowercased() == name.lowercased() else { return nil }
+        return String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+    }
+}
+
+func statusLine(_ text: String) -> String {
+    text.components(separatedBy: "\r\n")[0]
+}
+
+let sdpBody = """
+v=0
+o=- 1 1 IN IP4 192.0.2.20
+s=-
+c=IN IP4 192.0.2.20
+t=0 0
+m=audio 10000 RTP/AVP 0 8
+a=rtpmap:0 PCMU/8000
+
+"""
+
+/// A message in wire form: `head` (start line and headers, \n-separated), then a
+/// Content-Length header computed from the body, the empty line and the body.
+func message(_ head: String, body: String = "", lengthHeader: String = "Content-Length") -> [UInt8] {
+    let bodyBytes = wire(body)
+    var head = head
+    if !head.hasSuffix("\n") { head += "\n" }
+    return wire(head + "\(lengthHeader): \(bodyBytes.count)\n\n") + bodyBytes
+}
+
+let asteriskInvite = message("""
+INVITE sip:+4930123456@192.0.2.10:5060 SIP/2.0
+Via: SIP/2.0/UDP 192.0.2.20:5060;branch=z9hG4bK5f2a1c3d;rport
+Max-Forwards: 70
+From: "Alice Example" <sip:+4930111222@192.0.2.20>;tag=as6f1e2d3c
+To: <sip:+4930123456@192.0.2.10:5060>
+Contact: <sip:+4930111222@192.0.2.20:5060>
+Call-ID: 3c2a7f1b5e6d4a8f01234567@192.0.2.20:5060
+CSeq: 102 INVITE
+User-Agent: Asterisk PBX 18.10.0
+Date: Sat, 29 Nov 2025 19:00:00 GMT
+Allow: INVITE, ACK, CANCEL, OPTIONS, BYE, REFER, SUBSCRIBE, NOTIFY, INFO, PUBLISH, MESSAGE
+Supported: replaces, timer
+Content-Type: application/sdp
+""", body: sdpBody)
+
+let paiInvite = message("""
+INVITE sip:+4930123456@redirect.example.net;user=phone SIP/2.0
+Via: SIP/2.0/UDP 203.0.113.5;branch=z9hG4bKpai;rport
+f: "Doe, \\"J\\"" <sip:+4989123456;cpc=ordinary@carrier.example;user=phone>;tag=1928301774
+t: <sip:+4930123456@redirect.example.net;user=phone>
+i: pai-1@carrier.example
+CSeq: 1 INVITE
+Max-Forwards: 0068
+P-Asserted-Identity: "Carrier" <sip:%2B4989123456@carrier.example;user=phone;verstat=TN-Validation-Passed>, <tel:+4989123456>
+Privacy: id;header
+Require: 100rel
+""", body: sdpBody, lengthHeader: "l")
