@@ -10,6 +10,10 @@ public enum LabelRules {
         if bytes.count > DirectoryFormat.maxLabelBytes {
             return "label is \(bytes.count) bytes, longer than \(DirectoryFormat.maxLabelBytes)"
         }
+        // Most labels are printable ASCII: settle those without decoding.
+        var ascii = true
+        for c in bytes where c < 0x20 || c >= 0x7F { ascii = false; break }
+        if ascii { return nil }
         var iterator = bytes.makeIterator()
         var decoder = UTF8()
         while true {
