@@ -82,6 +82,7 @@ public final class Service {
         // worker and must get a byte-identical answer.
         let toTagKey = UInt64.random(in: 1...UInt64.max)
         do {
+            for address in config.listen { try ListenSocket.ensureFree(address) }
             for i in 0..<count {
                 workers.append(try Worker(index: i, current: current, stopFlag: stop, listen: config.listen, toTagKey: toTagKey))
             }

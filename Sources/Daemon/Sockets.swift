@@ -1,3 +1,4 @@
+import CSupport
 import Configuration
 import Glibc
 
@@ -70,7 +71,10 @@ enum ListenSocket {
         guard fd >= 0 else { throw SystemError("socket for \(address)") }
         var one: Int32 = 1
         let size = socklen_t(MemoryLayout<Int32>.size)
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, size)
+        // For UDP, SO_REUSEADDR would let any other socket with it share the
+        // port (a second daemon would silently take half the calls); for TCP
+        // it only allows rebinding past TIME_WAIT after a restart.
+        if address.transport == .tcp { setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, size) }
         if reusePort { setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, size) }
         if family == AF_INET6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, size) }
         if address.transport == .udp {
@@ -96,6 +100,24 @@ enum ListenSocket {
             throw SystemError("listen \(address)", code)
         }
         return fd
+    }
+
+    /// Fails when something else already holds `address`. Workers bind with
+    /// SO_REUSEPORT, and Linux lets any process of the same user join such a
+    /// group: a second lookupd (or anything else) on the same port would then
+    /// silently receive a share of the calls. A socket without SO_REUSEPORT
+    /// cannot join, so binding one first proves the address is free.
+    static func ensureFree(_ address: ListenAddress) throws(SystemError) {
+        guard address.port != 0 else { return }
+        do {
+            let fd = try open(address, reusePort: false)
+            close(fd)
+        } catch {
+            if error.code == EADDRINUSE {
+                throw SystemError("\(address) is already in use (another lookupd or SIP server on this port?)", EADDRINUSE)
+            }
+            throw error
+        }
     }
 
     /// The port actually bound (for port 0 in tests).

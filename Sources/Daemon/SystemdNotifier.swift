@@ -1,3 +1,4 @@
+import CSupport
 import Glibc
 
 /// The sd_notify protocol without libsystemd: one datagram per message to
