@@ -28,7 +28,8 @@ public enum ConfigParser {
         var sawAllowFrom = false
 
         func resolve(_ path: String) -> String {
-            path.hasPrefix("/") ? path : (folder == "." ? path : folder + "/" + path)
+            if path.hasPrefix("/") || folder == "." { return path }
+            return folder.hasSuffix("/") ? folder + path : folder + "/" + path
         }
     }
 
@@ -184,7 +185,9 @@ public enum ConfigParser {
             throw Diagnostic(file: path, line: 0, message: "not valid UTF-8")
         }
         var lineNumber = 0
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        // "\r\n" is a single Character in Swift: split on it too, or a
+        // file with Windows line endings would read as one long line.
+        for rawLine in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
             lineNumber += 1
             var line = Substring(rawLine)
             if line.last == "\r" { line = line.dropLast() }
@@ -216,7 +219,17 @@ public enum ConfigParser {
                                                   internationalPrefix: state.internationalPrefix,
                                                   nationalNumberLength: state.nationalLength)
         } catch {
-            let line = seen["national-number-length"] ?? seen["national-prefix"] ?? seen["international-prefix"] ?? seen["country-code"] ?? 0
+            // Name the line of the key at fault, not just any plan key.
+            let line: Int
+            switch error {
+            case .badCountryCode: line = seen["country-code"] ?? 0
+            case .badPrefix(let what, _):
+                line = (what == "national prefix" ? seen["national-prefix"] : seen["international-prefix"]) ?? 0
+            case .ambiguousPrefixes:
+                line = [seen["national-prefix"], seen["international-prefix"]].compactMap { $0 }.max() ?? 0
+            case .badNationalLength:
+                line = seen["national-number-length"] ?? seen["country-code"] ?? 0
+            }
             throw Diagnostic(file: path, line: line, message: "\(error)")
         }
         if state.sawAllowFrom { state.config.allowFrom = state.allowFrom }

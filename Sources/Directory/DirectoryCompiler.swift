@@ -85,7 +85,7 @@ public final class DirectoryCompiler {
     public private(set) var diagnosticCount = 0
     public private(set) var linesRead = 0
     private var pending: [Pending] = []
-    private var labels = LabelInterner()
+    private let labels = LabelInterner()
     private var files: [String] = []
     private let normalizer: NumberNormalizer
     private let progress: Progress?
@@ -188,17 +188,20 @@ public final class DirectoryCompiler {
 
     enum Action { case block, identify }
 
+    private static let actionWords: [(word: [UInt8], action: Action)] =
+        ["block", "blocked", "b", "reject", "deny"].map { (Array($0.utf8), Action.block) }
+        + ["identify", "identified", "i", "label", "id"].map { (Array($0.utf8), Action.identify) }
+
+    /// nil: not an action word; .some(nil): empty (no action given).
     private func parseAction(_ bytes: UnsafeRawBufferPointer) -> Action?? {
         let text = trimSpaces(bytes)
         if text.isEmpty { return .some(nil) }
-        var lowered = [UInt8]()
-        lowered.reserveCapacity(text.count)
-        for c in text { lowered.append(lowercase(c)) }
-        switch String(decoding: lowered, as: UTF8.self) {
-        case "block", "blocked", "b", "reject", "deny": return .some(.block)
-        case "identify", "identified", "i", "label", "id": return .some(.identify)
-        default: return nil
+        // Compared in place, case-insensitively: this runs once per source line.
+        outer: for candidate in Self.actionWords where candidate.word.count == text.count {
+            for i in 0..<text.count where lowercase(text[i]) != candidate.word[i] { continue outer }
+            return .some(candidate.action)
         }
+        return nil
     }
 
     // MARK: CSV
@@ -399,8 +402,7 @@ public final class DirectoryCompiler {
         // give the same file (compile -> export -> compile is identical).
         var used = [Bool](repeating: false, count: labels.count)
         for entry in kept where entry.value >> 1 != 0 { used[Int(entry.value >> 1) - 1] = true }
-        var order = (0..<labels.count).filter { used[$0] }
-        order.sort { labels.bytes($0).lexicographicallyPrecedes(labels.bytes($1)) }
+        let order = labels.sortedIDs((0..<labels.count).filter { used[$0] })
         var remap = [UInt32](repeating: 0, count: labels.count)
         var content = DirectoryContent()
         content.directoryVersion = options.directoryVersion

@@ -1,0 +1,129 @@
+import Foundation
+import XCTest
+
+/// `lookupd check` and `lookupd inspect` on sound and damaged files.
+final class FileCommandTests: CLITestCase {
+    var good = ""
+    var goodBytes = Data()
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        var csv = "number,action,label\n"
+        for i in 0..<50 { csv += "+8613800\(String(format: "%06d", i)),\(i % 2 == 0 ? "block" : "identify"),Label \(i % 5)\n" }
+        csv += "+86170*,block,\n+861705555*,identify,Known\n"
+        let source = write("good.csv", csv)
+        good = file("good.lkd")
+        let r = try lookupd(["compile", "--directory-version", "9", source, "-o", good])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        goodBytes = read(good)
+    }
+
+    /// A copy of the good file with `patch` applied.
+    func damaged(_ name: String, _ patch: (inout [UInt8]) -> Void) -> String {
+        var bytes = [UInt8](goodBytes)
+        patch(&bytes)
+        return write(name, Data(bytes))
+    }
+
+    func testCheckGoodFile() throws {
+        let r = try lookupd(["check", good])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stdout.hasPrefix("\(good): ok (50 numbers, 2 prefix rules, 6 labels, checksum "), r.stdout)
+        XCTAssertEqual(r.stderr, "")
+    }
+
+    func testCheckDamagedFiles() throws {
+        let size = goodBytes.count
+        let content = damaged("content.lkd") { $0[$0.count - 20] ^= 0x01 }
+        let header = damaged("header.lkd") { $0[40] ^= 0x01 }
+        let magic = damaged("magic.lkd") { $0[0] = UInt8(ascii: "n") }
+        let version = damaged("version.lkd") { $0[8] = 2 }
+        let truncated = write("truncated.lkd", goodBytes.prefix(size - 1))
+        let short = write("short.lkd", goodBytes.prefix(100))
+        let empty = write("empty.lkd", Data())
+        let expectations: [(String, String)] = [
+            (content, "\(content): content checksum mismatch (the file is damaged)"),
+            (header, "\(header): header checksum mismatch (the file is damaged)"),
+            (magic, "\(magic): not a lookupd directory (bad magic number)"),
+            (version, "\(version): unsupported directory format version 2 (this lookupd reads version 1)"),
+            (truncated, "\(truncated): truncated: \(size - 1) bytes, the header says \(size)"),
+            (short, "\(short): truncated: 100 bytes is too short for a directory header"),
+            (empty, "\(empty): truncated: 0 bytes is too short for a directory header"),
+            (folder.path, "\(folder.path): corrupt directory: not a regular file"),
+            (file("missing.lkd"), "\(file("missing.lkd")): cannot open: No such file or directory"),
+        ]
+        for (path, message) in expectations {
+            let r = try lookupd(["check", path])
+            XCTAssertEqual(r.status, 1, path)
+            XCTAssertEqual(r.stderr, "lookupd: \(message)\n")
+            XCTAssertEqual(r.stdout, "")
+        }
+        // Several files: every one is reported, and one bad file fails the run.
+        let r = try lookupd(["check", good, content, good])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertEqual(r.stdoutLines.count, 2)
+        XCTAssertEqual(r.stderr, "lookupd: \(content): content checksum mismatch (the file is damaged)\n")
+    }
+
+    func testInspectText() throws {
+        let r = try lookupd(["inspect", good])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let lines = r.stdoutLines
+        XCTAssertTrue(lines.contains("file:               \(good)"), r.stdout)
+        XCTAssertTrue(lines.contains("format version:     1"), r.stdout)
+        XCTAssertTrue(lines.contains("directory version:  9"), r.stdout)
+        XCTAssertTrue(lines.contains("file size:          \(goodBytes.count) bytes"), r.stdout)
+        XCTAssertTrue(lines.contains("numbers:            50"), r.stdout)
+        XCTAssertTrue(lines.contains("prefix rules:       2 (lengths 5, 9)"), r.stdout)
+        XCTAssertTrue(lines.contains("labels:             6"), r.stdout)
+        XCTAssertTrue(lines.contains("blocking entries:   26"), r.stdout)
+        XCTAssertTrue(lines.contains("identifying:        51"), r.stdout)
+        XCTAssertTrue(lines.contains { $0.hasPrefix("content checksum:   ") && $0.hasSuffix(" (ok)") }, r.stdout)
+        XCTAssertFalse(r.stdout.contains("problem:"))
+    }
+
+    func testInspectJSON() throws {
+        var r = try lookupd(["inspect", "--json", good])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        guard let info = jsonLines(r.stdout).first else { return XCTFail("no JSON: \(r.stdout)") }
+        XCTAssertEqual(info["file"] as? String, good)
+        XCTAssertEqual(info["format_version"] as? Int, 1)
+        XCTAssertEqual(info["directory_version"] as? Int, 9)
+        XCTAssertEqual(info["file_size"] as? Int, goodBytes.count)
+        XCTAssertEqual(info["numbers"] as? Int, 50)
+        XCTAssertEqual(info["prefix_rules"] as? Int, 2)
+        XCTAssertEqual(info["labels"] as? Int, 6)
+        XCTAssertEqual(info["blocking"] as? Int, 26)
+        XCTAssertEqual(info["identifying"] as? Int, 51)
+        XCTAssertEqual(info["prefix_lengths"] as? [Int], [5, 9])
+        XCTAssertEqual(info["content"] as? String, "ok")
+        XCTAssertNil(info["problem"])
+        XCTAssertEqual((info["content_checksum"] as? String)?.count, 16)
+
+        // Damaged content: still inspected, but flagged and exit status 1.
+        let content = damaged("content.lkd") { $0[300] ^= 0x40 }
+        r = try lookupd(["inspect", "--json", content])
+        XCTAssertEqual(r.status, 1)
+        guard let bad = jsonLines(r.stdout).first else { return XCTFail("no JSON: \(r.stdout)") }
+        XCTAssertEqual(bad["content"] as? String, "damaged")
+        XCTAssertEqual(bad["problem"] as? String, "\(content): content checksum mismatch (the file is damaged)")
+        r = try lookupd(["inspect", content])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.stdoutLines.contains { $0.hasPrefix("content checksum:   ") && $0.hasSuffix(" (DAMAGED)") }, r.stdout)
+        XCTAssertTrue(r.stdoutLines.contains("problem:            \(content): content checksum mismatch (the file is damaged)"), r.stdout)
+    }
+
+    func testInspectUnreadableFiles() throws {
+        let truncated = write("truncated.lkd", goodBytes.prefix(goodBytes.count / 2))
+        for args in [["inspect", truncated], ["inspect", "--json", truncated]] {
+            let r = try lookupd(args)
+            XCTAssertEqual(r.status, 1)
+            XCTAssertEqual(r.stdout, "")
+            XCTAssertEqual(r.stderr, "lookupd: \(truncated): truncated: \(goodBytes.count / 2) bytes, the header says \(goodBytes.count)\n")
+        }
+        let header = damaged("header.lkd") { $0[200] ^= 0x01 }
+        let r = try lookupd(["inspect", header])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertEqual(r.stderr, "lookupd: \(header): header checksum mismatch (the file is damaged)\n")
+    }
+}

@@ -1,0 +1,250 @@
+import Foundation
+import XCTest
+@testable import Directory
+
+/// The file format: Eytzinger layout at awkward sizes, iteration order,
+/// prefix precedence, header fields and the writer's guarantees.
+final class FormatTests: XCTestCase {
+    var folder: TemporaryFolder!
+
+    override func setUp() { folder = TemporaryFolder("lookupd-format") }
+    override func tearDown() { folder.cleanup() }
+
+    /// `n` numbers spaced 7 apart, alternating block / identify / both.
+    func sampleContent(_ n: Int) -> DirectoryContent {
+        var c = DirectoryContent()
+        c.labels = ["Alpha", "Beta", "Gamma"].map { Array($0.utf8) }
+        for i in 0..<n {
+            c.exactKeys.append(8613800000000 + UInt64(i) * 7)
+            switch i % 3 {
+            case 0: c.exactValues.append(DirectoryFormat.encodeValue(blocked: true, label: nil))
+            case 1: c.exactValues.append(DirectoryFormat.encodeValue(blocked: false, label: UInt32((i / 3) % 3)))
+            default: c.exactValues.append(DirectoryFormat.encodeValue(blocked: true, label: UInt32((i / 3) % 3)))
+            }
+        }
+        return c
+    }
+
+    func testEytzingerLayoutAtAwkwardSizes() throws {
+        for n in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 1000] {
+            let c = sampleContent(n)
+            let directory = try writeAndOpen(c, in: folder, name: "n\(n).lkd")
+            XCTAssertEqual(directory.count, n)
+            XCTAssertNoThrow(try directory.verify(), "n=\(n)")
+
+            // Every key is found with its own data.
+            for (key, value) in zip(c.exactKeys, c.exactValues) {
+                let entry = directory.lookup(PhoneNumber(value: key)!)
+                XCTAssertEqual(entry?.match, .exact(PhoneNumber(value: key)!), "n=\(n) key=\(key)")
+                XCTAssertEqual(entry?.blocked, value & 1 == 1, "n=\(n) key=\(key)")
+                XCTAssertEqual(entry?.label, value >> 1 == 0 ? nil : (value >> 1) - 1, "n=\(n) key=\(key)")
+            }
+            // Numbers between, before and after the keys are not.
+            var absent: [UInt64] = [1, 8613799999999, 8613800000000 + UInt64(n) * 7, 999_999_999_999_999]
+            for i in 0..<n { absent += [8613800000000 + UInt64(i) * 7 + 1, 8613800000000 + UInt64(i) * 7 + 6] }
+            for key in absent {
+                XCTAssertNil(directory.lookup(PhoneNumber(value: key)!), "n=\(n) absent key=\(key)")
+            }
+            // Iteration is ascending and complete.
+            let iterated = entries(of: directory)
+            XCTAssertEqual(iterated.map(\.match), c.exactKeys.map { .exact(PhoneNumber(value: $0)!) }, "n=\(n)")
+
+            // The keys section really is breadth-first: slot 0 unused, and an
+            // in-order walk of slots 1...n visits the keys ascending.
+            let bytes = readBytes(folder.file("n\(n).lkd"))
+            let keysOffset = Int(directory.header.keysOffset)
+            func slot(_ k: Int) -> UInt64 {
+                bytes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: keysOffset + 8 * k, as: UInt64.self)) }
+            }
+            XCTAssertEqual(slot(0), 0)
+            var inOrder: [UInt64] = []
+            func walk(_ k: Int) { guard k <= n else { return }; walk(2 * k); inOrder.append(slot(k)); walk(2 * k + 1) }
+            walk(1)
+            XCTAssertEqual(inOrder, c.exactKeys, "n=\(n)")
+            if n >= 3 { XCTAssertEqual(slot(1), c.exactKeys[Self.eytzingerRootIndex(n)], "n=\(n): root is the in-order rank of slot 1") }
+        }
+    }
+
+    /// Index in sorted order of the element that lands in slot 1 (the root).
+    static func eytzingerRootIndex(_ n: Int) -> Int {
+        var count = 0
+        func size(_ k: Int) -> Int { k > n ? 0 : 1 + size(2 * k) + size(2 * k + 1) }
+        count = size(2)
+        return count
+    }
+
+    func testPrefixPrecedence() throws {
+        let c = try content([Source("dir.csv", .csv, """
+        number,action,label
+        +86*,block,
+        +86170*,identify,Virtual Operator
+        +861705555*,block,Known Spammer Range
+        +8617055551234,identify,Exact Entry
+        +1*,identify,North America
+        +12125550100,block,
+        """)])
+        let directory = try writeAndOpen(c, in: folder)
+        func describe(_ text: String) -> String {
+            guard let entry = directory.lookup(number(text)) else { return "none" }
+            return "\(entry.match) \(entry.blocked ? "block" : "identify") \(entry.label.map { directory.label($0) } ?? "-")"
+        }
+        XCTAssertEqual(describe("+8617055551234"), "+8617055551234 identify Exact Entry")
+        XCTAssertEqual(describe("+8617055559999"), "+861705555* block Known Spammer Range")
+        XCTAssertEqual(describe("+8617012345678"), "+86170* identify Virtual Operator")
+        XCTAssertEqual(describe("+86170"), "+86170* identify Virtual Operator")
+        XCTAssertEqual(describe("+8613800138000"), "+86* block -")
+        XCTAssertEqual(describe("+12125550100"), "+12125550100 block -")
+        XCTAssertEqual(describe("+12125550101"), "+1* identify North America")
+        XCTAssertEqual(describe("+442079460000"), "none")
+        XCTAssertEqual(describe("+8"), "none")
+        XCTAssertEqual(directory.header.prefixLengthMask, 1 << 1 | 1 << 2 | 1 << 5 | 1 << 9)
+        XCTAssertEqual(directory.prefixRuleCount, 4)
+        // Prefix rules iterate after the exact entries, by (length, digits).
+        XCTAssertEqual(entries(of: directory).map(\.match.description),
+                       ["+12125550100", "+8617055551234", "+1*", "+86*", "+86170*", "+861705555*"])
+    }
+
+    func testFifteenDigitPrefixAndLongestNumbers() throws {
+        let c = try content([Source("dir.txt", .text, "+123456789012345*\n+999999999999999\n+1234567\n")])
+        let directory = try writeAndOpen(c, in: folder)
+        XCTAssertEqual(directory.lookup(number("+123456789012345"))?.match, .prefix(prefix("+123456789012345*")))
+        XCTAssertEqual(directory.lookup(number("+999999999999999"))?.match, .exact(number("+999999999999999")))
+        XCTAssertEqual(directory.lookup(number("+1234567"))?.match, .exact(number("+1234567")))
+        XCTAssertNil(directory.lookup(number("+12345678901234")))
+        XCTAssertNoThrow(try directory.verify())
+    }
+
+    func testHeaderFieldsAndLayout() throws {
+        let c = try content([Source("dir.csv", .csv, """
+        number,action,label
+        +8613800138000,block,Fraud
+        +8613800138001,identify,Bank
+        +8613800138002,block,
+        +86170*,block,Range
+        """)], options: { var o = DirectoryCompiler.Options(); o.directoryVersion = 7; return o }())
+        let path = folder.file("h.lkd")
+        try DirectoryWriter.write(c, to: path)
+        let directory = try DirectoryFile(path: path)
+        let h = directory.header
+        XCTAssertEqual(h.formatVersion, 1)
+        XCTAssertEqual(h.directoryVersion, 7)
+        XCTAssertEqual(h.entryCount, 3)
+        XCTAssertEqual(h.prefixCount, 1)
+        XCTAssertEqual(h.labelCount, 3)
+        XCTAssertEqual(h.blockedCount, 3)
+        XCTAssertEqual(h.identifiedCount, 3)
+        XCTAssertEqual(h.keysOffset, 256)
+        XCTAssertEqual(h.valuesOffset, 256 + 4 * 8)
+        XCTAssertEqual(h.prefixesOffset, UInt64(DirectoryLayout.align8(256 + 32 + 4 * 4)))
+        XCTAssertEqual(h.labelIndexOffset, h.prefixesOffset + 16)
+        XCTAssertEqual(h.labelDataOffset, h.labelIndexOffset + 4 * 4)
+        XCTAssertEqual(h.labelDataSize, UInt64("BankFraudRange".utf8.count))
+        XCTAssertEqual(h.fileSize, UInt64(DirectoryLayout.align8(Int(h.labelDataOffset + h.labelDataSize))))
+        XCTAssertEqual(h.flags, 1)
+
+        let bytes = readBytes(path)
+        XCTAssertEqual(bytes.count, Int(h.fileSize))
+        XCTAssertEqual(Array(bytes.prefix(8)), [0x89, 0x4C, 0x4B, 0x44, 0x0D, 0x0A, 0x1A, 0x0A])
+        XCTAssertEqual(XXH64.hash(Array(bytes[256...])), h.contentChecksum)
+        XCTAssertEqual(XXH64.hash(Array(bytes[0..<248])), h.headerChecksum)
+        XCTAssertEqual(Array(bytes[136..<248]), [UInt8](repeating: 0, count: 112), "reserved header bytes are zero")
+        XCTAssertEqual(directory.label(0), "Bank")
+        XCTAssertEqual(directory.label(2), "Range")
+        XCTAssertEqual(directory.label(3), "", "out-of-range label number")
+    }
+
+    func testWriterRefusesBrokenContent() throws {
+        func refused(_ c: DirectoryContent, _ reason: String, line: UInt = #line) {
+            let path = folder.file("bad.lkd")
+            XCTAssertThrowsError(try DirectoryWriter.write(c, to: path), line: line) { error in
+                XCTAssertEqual("\(error)", "\(path): corrupt directory: refusing to write: \(reason)", line: line)
+            }
+            XCTAssertFalse(FileManager.default.fileExists(atPath: path), line: line)
+        }
+        var c = DirectoryContent()
+        c.exactKeys = [8613800138001, 8613800138000]
+        c.exactValues = [1, 1]
+        refused(c, "exact keys not strictly ascending at index 1")
+        c.exactKeys = [8613800138000, 8613800138000]
+        refused(c, "exact keys not strictly ascending at index 1")
+        c.exactKeys = [8613800138000]
+        refused(c, "keys and values differ in count")
+        c.exactValues = [0]
+        refused(c, "an entry neither blocks nor identifies")
+        c.exactValues = [DirectoryFormat.encodeValue(blocked: false, label: 0)]
+        refused(c, "an entry refers to a missing label")
+        c.labels = [Array("b".utf8), Array("a".utf8)]
+        refused(c, "labels not strictly ascending at index 1")
+        c.labels = [Array("a\nb".utf8)]
+        refused(c, "label 0: label contains the control character U+000A")
+        c.labels = [Array("ok".utf8)]
+        c.exactKeys = [0]
+        refused(c, "+0 is not an E.164 number")
+        c.exactKeys = [8613800138000]
+        c.prefixKeys = [5 << 56 | 86]
+        c.prefixValues = [1]
+        refused(c, "prefix key 0 is not a valid prefix")
+        // No temporary files are left behind.
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [])
+    }
+
+    func testWriterReplacesAtomicallyAndLeavesNoTemporaryFiles() throws {
+        let path = folder.file("dir.lkd")
+        try DirectoryWriter.write(sampleContent(10), to: path)
+        let old = try DirectoryFile(path: path)
+        try DirectoryWriter.write(sampleContent(20), to: path)
+        // The old mapping still reads the old file; a new open sees the new one.
+        XCTAssertEqual(old.count, 10)
+        XCTAssertNotNil(old.lookup(PhoneNumber(value: 8613800000000 + 9 * 7)!))
+        XCTAssertEqual(try DirectoryFile(path: path).count, 20)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), ["dir.lkd"])
+    }
+
+    func testWriterReportsAMissingFolder() {
+        let path = folder.file("no/such/folder/dir.lkd")
+        XCTAssertThrowsError(try DirectoryWriter.write(sampleContent(1), to: path)) { error in
+            XCTAssertTrue("\(error)".contains("cannot create"), "\(error)")
+            XCTAssertTrue("\(error)".contains("No such file or directory"), "\(error)")
+        }
+    }
+
+    func testSameEntriesGiveTheSameBytes() throws {
+        // Line order, number spelling, duplicates and unused labels must not matter.
+        let a = "number,action,label\n+8613800138000,block,Spam\n+8613800138001,identify,Bank\n+86170*,block,\n"
+        let b = "label,number,action\nBank,013800138001,identify\n,0170*,block\nSpam,13800138000,block\nSpam,+8613800138000,block\n"
+        try DirectoryWriter.write(try content([Source("a.csv", .csv, a)]), to: folder.file("a.lkd"))
+        try DirectoryWriter.write(try content([Source("b.csv", .csv, b)]), to: folder.file("b.lkd"))
+        XCTAssertEqual(readBytes(folder.file("a.lkd")), readBytes(folder.file("b.lkd")))
+    }
+
+    func testManyDistinctLabels() throws {
+        // Enough labels to make the interner grow several times.
+        var csv = "number,action,label\n"
+        for i in 0..<5000 { csv += "+86138\(String(format: "%08d", i)),identify,Label number \(i)\n" }
+        let c = try content([Source("dir.csv", .csv, csv)])
+        XCTAssertEqual(c.labels.count, 5000)
+        let directory = try writeAndOpen(c, in: folder)
+        XCTAssertNoThrow(try directory.verify())
+        for i in stride(from: 0, to: 5000, by: 37) {
+            let entry = directory.lookup(number("+86138\(String(format: "%08d", i))"))
+            XCTAssertEqual(entry.flatMap { $0.label }.map { directory.label($0) }, "Label number \(i)")
+        }
+    }
+
+    func testEmptyDirectory() throws {
+        let directory = try writeAndOpen(DirectoryContent(), in: folder)
+        XCTAssertEqual(directory.count, 0)
+        // Header, key and value slot 0 (padded to 8), label index word 0 (padded).
+        XCTAssertEqual(directory.header.fileSize, 280)
+        XCTAssertNil(directory.lookup(number("+8613800138000")))
+        XCTAssertEqual(entries(of: directory), [])
+        XCTAssertNoThrow(try directory.verify())
+    }
+
+    func testValueWordEncoding() {
+        XCTAssertEqual(DirectoryFormat.encodeValue(blocked: true, label: nil), 1)
+        XCTAssertEqual(DirectoryFormat.encodeValue(blocked: false, label: 0), 2)
+        XCTAssertEqual(DirectoryFormat.encodeValue(blocked: true, label: 4), 11)
+        XCTAssertEqual(DirectoryFormat.prefixKey(prefix("+86170*")), 5 << 56 | 86170)
+    }
+}

@@ -1,0 +1,351 @@
+import Foundation
+import XCTest
+@testable import Configuration
+@testable import Directory
+@testable import Screening
+
+/// lookupd.conf: every key, every kind of error with its file:line, paths,
+/// comments and quoting.
+final class ConfigurationTests: XCTestCase {
+    func parse(_ text: String, path: String = "/etc/lookupd/lookupd.conf") throws -> LookupdConfig {
+        try ConfigParser.parse(text, path: path)
+    }
+
+    /// The error a config text must produce.
+    func error(_ text: String, path: String = "/etc/lookupd/lookupd.conf", line: UInt = #line) -> String? {
+        do {
+            _ = try ConfigParser.parse(text, path: path)
+            XCTFail("parsed without error", line: line)
+            return nil
+        } catch {
+            return error.description
+        }
+    }
+
+    func testDefaults() throws {
+        let c = try parse("")
+        XCTAssertEqual(c.path, "/etc/lookupd/lookupd.conf")
+        XCTAssertEqual(c.plan, .china)
+        XCTAssertEqual(c.directories, [])
+        XCTAssertEqual(c.contacts, [])
+        XCTAssertEqual(c.listen, [])
+        XCTAssertEqual(c.mode, .redirect)
+        XCTAssertNil(c.workers)
+        XCTAssertNil(c.allowFrom)
+        XCTAssertEqual(c.refusalAction, .reject)
+        XCTAssertEqual(c.trustAssertedIdentityFrom, [])
+        XCTAssertEqual(c.blockResponse, .decline)
+        XCTAssertEqual(c.unknownResponse, .redirect)
+        XCTAssertEqual(c.labelHeader, "X-Caller-Label")
+        XCTAssertEqual(c.maxMessageSize, 16384)
+        XCTAssertEqual(c.controlSocket, "/run/lookupd/control.sock")
+        XCTAssertEqual(c.stateDirectory, "/var/lib/lookupd")
+        XCTAssertEqual(c.logLevel, .info)
+        XCTAssertEqual(c.tcpMaxConnections, 4096)
+        XCTAssertEqual(c.tcpIdleTimeout, 120)
+    }
+
+    func testEveryKeyParses() throws {
+        let text = """
+        directory = /srv/lookupd/operator.lkd name=operator block-response=608
+        directory = community.lkd
+        contacts = contacts.vcf
+        contacts = /srv/lookupd/vip.csv
+        country-code = 44
+        national-prefix = 0
+        international-prefix = 00
+        national-number-length = 9-10
+        listen = udp:0.0.0.0:5060
+        listen = tcp:[::1]:5070
+        mode = redirect
+        workers = 4
+        allow-from = 192.0.2.0/24, 2001:db8::/32
+        allow-from = 198.51.100.7
+        refuse-action = drop
+        trust-asserted-identity-from = 10.0.0.0/8 10.1.0.0/16
+        block-response = 603+
+        unknown-response = 404
+        label-header = X-Spam-Label
+        max-message-size = 65507
+        control-socket = run/control.sock
+        state-directory = /var/lib/lookupd-test
+        log-level = debug
+        tcp-max-connections = 100
+        tcp-idle-timeout = 30
+        """
+        let c = try parse(text)
+        XCTAssertEqual(c.directories, [DirectoryConfig(path: "/srv/lookupd/operator.lkd", name: "operator", blockResponse: .rejected),
+                                       DirectoryConfig(path: "/etc/lookupd/community.lkd", name: "community.lkd")])
+        XCTAssertEqual(c.contacts, ["/etc/lookupd/contacts.vcf", "/srv/lookupd/vip.csv"])
+        XCTAssertEqual(c.plan, try NumberingPlan(countryCode: 44, nationalPrefix: "0", internationalPrefix: "00", nationalNumberLength: 9...10))
+        XCTAssertEqual(c.listen.map(\.description), ["udp:0.0.0.0:5060", "tcp:[::1]:5070"])
+        XCTAssertEqual(c.mode, .redirect)
+        XCTAssertEqual(c.workers, 4)
+        XCTAssertEqual(c.allowFrom?.map(\.description), ["192.0.2.0/24", "2001:db8::/32", "198.51.100.7/32"])
+        XCTAssertEqual(c.refusalAction, .drop)
+        XCTAssertEqual(c.trustAssertedIdentityFrom.map(\.description), ["10.0.0.0/8", "10.1.0.0/16"])
+        XCTAssertEqual(c.blockResponse, .networkBlocked)
+        XCTAssertEqual(c.blockResponse.code, 603)
+        XCTAssertEqual(c.blockResponse.reasonPhrase, "Network Blocked")
+        XCTAssertEqual(c.unknownResponse, .notFound)
+        XCTAssertEqual(c.labelHeader, "X-Spam-Label")
+        XCTAssertEqual(c.maxMessageSize, 65507)
+        XCTAssertEqual(c.controlSocket, "/etc/lookupd/run/control.sock")
+        XCTAssertEqual(c.stateDirectory, "/var/lib/lookupd-test")
+        XCTAssertEqual(c.logLevel, .debug)
+        XCTAssertEqual(c.tcpMaxConnections, 100)
+        XCTAssertEqual(c.tcpIdleTimeout, 30)
+        // Every key the parser knows appears in this test.
+        for key in ConfigParser.keys {
+            XCTAssertTrue(text.contains("\n\(key.name) =") || text.hasPrefix("\(key.name) ="), "key \(key.name) not covered")
+        }
+    }
+
+    func testOtherAcceptedValues() throws {
+        XCTAssertNil(try parse("workers = auto").workers)
+        XCTAssertEqual(try parse("log-level = WARN").logLevel, .warning)
+        XCTAssertEqual(try parse("log-level = err").logLevel, .error)
+        XCTAssertEqual(try parse("refuse-action = 403").refusalAction, .reject)
+        XCTAssertEqual(try parse("unknown-response = 503").unknownResponse.code, 503)
+        XCTAssertEqual(try parse("block-response = 607").blockResponse.reasonPhrase, "Unwanted")
+        XCTAssertEqual(try parse("national-prefix = \"\"").plan.nationalPrefix, [])
+        XCTAssertEqual(try parse("national-number-length = 10").plan.nationalNumberLength, 10...10)
+        // The US: national prefix 1, international prefix 011, lengths by country.
+        let us = try parse("country-code = 1\nnational-prefix = 1\ninternational-prefix = 011").plan
+        XCTAssertEqual(us.nationalNumberLength, 10...10)
+        XCTAssertEqual(NumberNormalizer(plan: us).normalize("1 212 555 0100").number?.description, "+12125550100")
+    }
+
+    func testUnknownKeySuggestsTheNearestOne() {
+        XCTAssertEqual(error("# comment\n\ndirectroy = a.lkd\n"),
+                       "/etc/lookupd/lookupd.conf:3: unknown key 'directroy' (did you mean 'directory'?)")
+        XCTAssertEqual(error("contact = a.vcf"), "/etc/lookupd/lookupd.conf:1: unknown key 'contact' (did you mean 'contacts'?)")
+        XCTAssertEqual(error("log_level = info"), "/etc/lookupd/lookupd.conf:1: unknown key 'log_level' (did you mean 'log-level'?)")
+        XCTAssertEqual(error("frobnicate = yes"), "/etc/lookupd/lookupd.conf:1: unknown key 'frobnicate'")
+        XCTAssertEqual(error("Directory = a.lkd"), "/etc/lookupd/lookupd.conf:1: unknown key 'Directory' (did you mean 'directory'?)")
+    }
+
+    func testRepeatedSingleKey() {
+        XCTAssertEqual(error("country-code = 86\nworkers = 2\ncountry-code = 44\n"),
+                       "/etc/lookupd/lookupd.conf:3: 'country-code' is already set on line 1; it may appear once")
+        XCTAssertEqual(error("workers = 2\n\n# again\nworkers = 2\n"),
+                       "/etc/lookupd/lookupd.conf:4: 'workers' is already set on line 1; it may appear once")
+    }
+
+    func testBadValues() {
+        let cases: [(String, String)] = [
+            ("country-code = 0", "country-code: expected 1 to 3 digits without a leading zero"),
+            ("country-code = 086", "country-code: expected 1 to 3 digits without a leading zero"),
+            ("country-code = 1000", "country-code: expected 1 to 3 digits without a leading zero"),
+            ("country-code = 8 6", "country-code: expected 1 to 3 digits without a leading zero"),
+            ("national-number-length = 11-10", "national-number-length: expected MIN or MIN-MAX, e.g. 10-11"),
+            ("national-number-length = ten", "national-number-length: expected MIN or MIN-MAX, e.g. 10-11"),
+            ("national-number-length = 1-2-3", "national-number-length: expected MIN or MIN-MAX, e.g. 10-11"),
+            ("listen = 0.0.0.0:5060", "listen: expected udp:HOST:PORT or tcp:HOST:PORT (IPv6 in brackets)"),
+            ("listen = udp:::1:5060", "listen: expected udp:HOST:PORT or tcp:HOST:PORT (IPv6 in brackets)"),
+            ("listen = udp:0.0.0.0:0", "listen: expected udp:HOST:PORT or tcp:HOST:PORT (IPv6 in brackets)"),
+            ("listen = udp:0.0.0.0:70000", "listen: expected udp:HOST:PORT or tcp:HOST:PORT (IPv6 in brackets)"),
+            ("listen = sctp:0.0.0.0:5060", "listen: expected udp:HOST:PORT or tcp:HOST:PORT (IPv6 in brackets)"),
+            ("listen = udp:pbx.example.com:5060", "listen: expected udp:HOST:PORT or tcp:HOST:PORT (IPv6 in brackets)"),
+            ("mode = proxy", "mode: mode must be redirect"),
+            ("workers = 0", "workers: expected auto or a number from 1 to 256"),
+            ("workers = 257", "workers: expected auto or a number from 1 to 256"),
+            ("workers = many", "workers: expected auto or a number from 1 to 256"),
+            ("allow-from = 192.0.2.0/33", "allow-from: '192.0.2.0/33' is not an address or address block (e.g. 192.0.2.0/24, ::1)"),
+            ("allow-from = localhost", "allow-from: 'localhost' is not an address or address block (e.g. 192.0.2.0/24, ::1)"),
+            ("allow-from = ,", "allow-from: expected at least one address block"),
+            ("refuse-action = 404", "refuse-action: expected 403 or drop"),
+            ("trust-asserted-identity-from = 10.0.0.0/8/8", "trust-asserted-identity-from: '10.0.0.0/8/8' is not an address or address block (e.g. 192.0.2.0/24, ::1)"),
+            ("block-response = 486", "block-response: expected 603, 607, 608 or 603+"),
+            ("unknown-response = 200", "unknown-response: expected 302, 404 or 503"),
+            ("label-header = X Caller", "label-header: expected a header name (letters, digits, '-', at most 64 characters)"),
+            ("label-header = \(String(repeating: "X", count: 65))", "label-header: expected a header name (letters, digits, '-', at most 64 characters)"),
+            ("max-message-size = 1023", "max-message-size: expected a number from 1024 to 65507"),
+            ("max-message-size = 65508", "max-message-size: expected a number from 1024 to 65507"),
+            ("control-socket = \(String(repeating: "s", count: 100))", "control-socket: expected a path shorter than 100 bytes"),
+            ("state-directory = ", "state-directory: expected a path"),
+            ("contacts = ", "contacts: expected a path"),
+            ("directory = ", "directory: expected a path"),
+            ("log-level = verbose", "log-level: expected error, warning, notice, info or debug"),
+            ("tcp-max-connections = 0", "tcp-max-connections: expected a number from 1 to 1000000"),
+            ("tcp-idle-timeout = 86401", "tcp-idle-timeout: expected seconds from 1 to 86400"),
+            ("directory = a.lkd name=", "directory: name= needs a value"),
+            ("directory = a.lkd block-response=604", "directory: block-response must be 603, 607, 608 or 603+"),
+            ("directory = a.lkd priority=1", "directory: unknown directory option 'priority' (expected name= or block-response=)"),
+            ("directory = a.lkd spam", "directory: expected key=value after the path, got 'spam'"),
+            ("directory = \"a.lkd", "directory: unterminated quote"),
+            ("workers", "expected 'key = value'"),
+        ]
+        for (text, message) in cases {
+            XCTAssertEqual(error("# first line\n" + text), "/etc/lookupd/lookupd.conf:2: " + message, text)
+        }
+    }
+
+    /// Numbering-plan problems only show when the plan is built from all its
+    /// keys; the error must still name the line of the key at fault.
+    func testNumberingPlanErrorsNameTheRightLine() {
+        XCTAssertEqual(error("country-code = 86\nnational-number-length = 10-11\nnational-prefix = abc\n"),
+                       "/etc/lookupd/lookupd.conf:3: national prefix 'abc' must be up to 4 digits")
+        XCTAssertEqual(error("international-prefix = 0\nnational-number-length = 10-11\n"),
+                       "/etc/lookupd/lookupd.conf:1: national prefix '0' must not start with the international prefix '0'")
+        XCTAssertEqual(error("national-number-length = 10-11\ninternational-prefix = 00000\n"),
+                       "/etc/lookupd/lookupd.conf:2: international prefix '00000' must be up to 4 digits")
+        XCTAssertEqual(error("country-code = 86\nnational-number-length = 2-11\n"),
+                       "/etc/lookupd/lookupd.conf:2: national number length 2-11 is out of range (at least 3, and with the country code at most 15 digits)")
+    }
+
+    func testRelativePathsAreResolvedAgainstTheConfigFolder() throws {
+        let text = "directory = lists/a.lkd\ncontacts = ../shared/c.vcf\ncontrol-socket = ctl.sock\nstate-directory = state\ndirectory = /abs/b.lkd\n"
+        var c = try parse(text, path: "/opt/lookupd/etc/lookupd.conf")
+        XCTAssertEqual(c.directories.map(\.path), ["/opt/lookupd/etc/lists/a.lkd", "/abs/b.lkd"])
+        XCTAssertEqual(c.directories.map(\.name), ["a.lkd", "b.lkd"])
+        XCTAssertEqual(c.contacts, ["/opt/lookupd/etc/../shared/c.vcf"])
+        XCTAssertEqual(c.controlSocket, "/opt/lookupd/etc/ctl.sock")
+        XCTAssertEqual(c.stateDirectory, "/opt/lookupd/etc/state")
+        // A config named without a folder: paths stay relative to the working directory.
+        c = try parse(text, path: "lookupd.conf")
+        XCTAssertEqual(c.directories.map(\.path), ["lists/a.lkd", "/abs/b.lkd"])
+        c = try parse(text, path: "/lookupd.conf")
+        XCTAssertEqual(c.directories.map(\.path), ["/lists/a.lkd", "/abs/b.lkd"])
+    }
+
+    func testCommentsAndQuotedValues() throws {
+        let text = """
+        # whole-line comment
+           # indented comment
+        directory = "/srv/my lists/a b.lkd" name="Operator List" # trailing comment
+        contacts = "/srv/contacts #1.vcf"
+        label-header = X-Label\t# after a tab
+        workers = 2#not a comment
+        """
+        XCTAssertEqual(error(text), "/etc/lookupd/lookupd.conf:6: workers: expected auto or a number from 1 to 256")
+        let c = try parse(text.replacingOccurrences(of: "workers = 2#not a comment", with: "workers = 2 # a comment"))
+        XCTAssertEqual(c.directories, [DirectoryConfig(path: "/srv/my lists/a b.lkd", name: "Operator List")])
+        XCTAssertEqual(c.contacts, ["/srv/contacts #1.vcf"])
+        XCTAssertEqual(c.labelHeader, "X-Label")
+        XCTAssertEqual(c.workers, 2)
+    }
+
+    func testLineEndingsAndWhitespace() throws {
+        let c = try parse("workers=3\r\n\r\n  log-level   =   notice  \r\n\tcountry-code\t=\t44\r\n")
+        XCTAssertEqual(c.workers, 3)
+        XCTAssertEqual(c.logLevel, .notice)
+        XCTAssertEqual(c.plan.countryCode, 44)
+        XCTAssertEqual(error("workers = 1\r\nbogus = 1\r\n"), "/etc/lookupd/lookupd.conf:2: unknown key 'bogus'")
+        // A Windows-edited file must not run two lines together.
+        let windows = try parse("contacts = a.vcf\r\ndirectory = b.lkd\r\n")
+        XCTAssertEqual(windows.contacts, ["/etc/lookupd/a.vcf"])
+        XCTAssertEqual(windows.directories.map(\.path), ["/etc/lookupd/b.lkd"])
+    }
+
+    func testInvalidUTF8AndMissingFile() throws {
+        let folder = TemporaryFolder()
+        defer { folder.cleanup() }
+        let path = folder.file("bad.conf")
+        _ = FileManager.default.createFile(atPath: path, contents: Data([0x77, 0x6F, 0xFF, 0x3D, 0x31, 0x0A]))
+        XCTAssertThrowsError(try ConfigParser.load(path: path)) { error in
+            XCTAssertEqual("\(error)", "\(path): not valid UTF-8")
+        }
+        let missing = folder.file("missing.conf")
+        XCTAssertThrowsError(try ConfigParser.load(path: missing)) { error in
+            XCTAssertEqual("\(error)", "\(missing): cannot open: No such file or directory")
+        }
+    }
+
+    func testDirectoryOptions() throws {
+        let c = try parse("""
+        directory = a.lkd name=first block-response=607
+        directory = b.lkd block-response=603+ name="Second list"
+        directory = c.lkd
+        """)
+        XCTAssertEqual(c.directories.map(\.name), ["first", "Second list", "c.lkd"])
+        XCTAssertEqual(c.directories.map(\.blockResponse), [.unwanted, .networkBlocked, nil])
+    }
+
+    func testNetworkAddresses() throws {
+        let block = try XCTUnwrap(CIDR("192.0.2.0/24"))
+        XCTAssertTrue(block.contains(try XCTUnwrap(IPAddress("192.0.2.77"))))
+        XCTAssertFalse(block.contains(try XCTUnwrap(IPAddress("192.0.3.1"))))
+        XCTAssertFalse(block.contains(try XCTUnwrap(IPAddress("::ffff:c000:301"))))
+        XCTAssertTrue(block.contains(try XCTUnwrap(IPAddress("::ffff:192.0.2.1"))), "IPv4-mapped IPv6 is the same address")
+        XCTAssertEqual(CIDR("192.0.2.77/24")?.description, "192.0.2.0/24", "host bits are masked")
+        let v6 = try XCTUnwrap(CIDR("2001:db8::/32"))
+        XCTAssertTrue(v6.contains(try XCTUnwrap(IPAddress("2001:db8:1::5"))))
+        XCTAssertFalse(v6.contains(try XCTUnwrap(IPAddress("2001:db9::1"))))
+        XCTAssertTrue(try XCTUnwrap(CIDR("0.0.0.0/0")).contains(try XCTUnwrap(IPAddress("203.0.113.9"))))
+        XCTAssertFalse(try XCTUnwrap(CIDR("0.0.0.0/0")).contains(try XCTUnwrap(IPAddress("2001:db8::1"))), "an IPv4 block holds no IPv6 address")
+        XCTAssertNil(CIDR("2001:db8::/129"))
+        XCTAssertNil(CIDR("10.0.0.1/-1"))
+        XCTAssertEqual(ListenAddress("UDP:127.0.0.1:5060")?.description, "udp:127.0.0.1:5060")
+        XCTAssertEqual(ListenAddress("tcp:[2001:db8::1]:5060")?.port, 5060)
+        XCTAssertNil(ListenAddress("tcp:2001:db8::1:5060"))
+        XCTAssertNil(ListenAddress("udp:127.0.0.1"))
+    }
+
+    // MARK: - Loading a screening set
+
+    func testSampleConfigurationLoadsAndScreens() throws {
+        let folder = TemporaryFolder()
+        defer { folder.cleanup() }
+        for name in ["lookupd.conf", "sample-contacts.vcf", "sample-directory.csv"] {
+            try FileManager.default.copyItem(atPath: sampleConfigFolder.appendingPathComponent(name).path, toPath: folder.file(name))
+        }
+        let compiler = DirectoryCompiler()
+        try compiler.add(path: folder.file("sample-directory.csv"))
+        guard case .success(let content) = compiler.finish() else { return XCTFail("the sample directory does not compile") }
+        try DirectoryWriter.write(content, to: folder.file("sample.lkd"))
+
+        let config = try ConfigParser.load(path: folder.file("lookupd.conf"))
+        XCTAssertEqual(config.directories, [DirectoryConfig(path: folder.file("sample.lkd"), name: "sample")])
+        XCTAssertEqual(config.contacts, [folder.file("sample-contacts.vcf")])
+        let loaded = try ScreeningLoader.load(config, verify: true)
+        XCTAssertEqual(loaded.warnings, [])
+        let set = loaded.set
+        func verdict(_ identity: String) -> String {
+            let d = set.decide(identity: identity)
+            return "\(d.verdict.rawValue) \(d.label.map { set.label($0) } ?? "-") \(d.source.map { set.sourceName($0) } ?? "-")"
+        }
+        // Mum is a contact although the directory blocks her number.
+        XCTAssertEqual(verdict("+8613911112222"), "contact Mum \(folder.file("sample-contacts.vcf"))")
+        XCTAssertEqual(verdict("013812345678"), "contact Zhang Wei \(folder.file("sample-contacts.vcf"))")
+        XCTAssertEqual(verdict("+8613800138000"), "blocked Fraud Risk sample")
+        XCTAssertEqual(verdict("010 5900 0000"), "identified Beijing Municipal Hospital sample")
+        XCTAssertEqual(verdict("+8617012345678"), "blocked Virtual Operator Range sample")
+        XCTAssertEqual(verdict("+8617055551234"), "identified Known Virtual Operator sample")
+        XCTAssertEqual(verdict("+8613900000000"), "unknown - -")
+    }
+
+    func testLoaderErrors() throws {
+        let folder = TemporaryFolder()
+        defer { folder.cleanup() }
+        try compileDirectory("number,action,label\n+8613800138000,block,Spam\n", named: "good.lkd", in: folder)
+        folder.write("contacts.csv", "name,number\nMum,+8613911112222\nExt,101\n")
+        folder.write("contacts.txt", "Mum +8613911112222\n")
+
+        // Warnings from the contacts list are handed back, not fatal.
+        var config = try ConfigParser.parse("directory = good.lkd\ncontacts = contacts.csv\n", path: folder.file("lookupd.conf"))
+        let loaded = try ScreeningLoader.load(config, verify: true)
+        XCTAssertEqual(loaded.warnings.map(\.description),
+                       ["\(folder.file("contacts.csv")):3: '101' skipped: 3 digits is too short for a telephone number (an internal extension or service code?)"])
+        XCTAssertEqual(loaded.set.directories.map(\.name), ["good.lkd"])
+
+        config = try ConfigParser.parse("contacts = contacts.txt\n", path: folder.file("lookupd.conf"))
+        XCTAssertThrowsError(try ScreeningLoader.load(config, verify: false)) { error in
+            XCTAssertEqual("\(error)", "\(folder.file("contacts.txt")): cannot tell the format from the file name; name it .csv or .vcf")
+        }
+        config = try ConfigParser.parse("directory = missing.lkd\n", path: folder.file("lookupd.conf"))
+        XCTAssertThrowsError(try ScreeningLoader.load(config, verify: false)) { error in
+            XCTAssertEqual("\(error)", "\(folder.file("missing.lkd")): cannot open: No such file or directory")
+        }
+
+        // A damaged directory opens, but is refused when verification is asked for.
+        var bytes = Array(FileManager.default.contents(atPath: folder.file("good.lkd"))!)
+        bytes[bytes.count - 1] ^= 0xFF
+        _ = FileManager.default.createFile(atPath: folder.file("damaged.lkd"), contents: Data(bytes))
+        config = try ConfigParser.parse("directory = damaged.lkd\n", path: folder.file("lookupd.conf"))
+        XCTAssertNoThrow(try ScreeningLoader.load(config, verify: false))
+        XCTAssertThrowsError(try ScreeningLoader.load(config, verify: true)) { error in
+            XCTAssertEqual("\(error)", "\(folder.file("damaged.lkd")): content checksum mismatch (the file is damaged)")
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import XCTest
+@testable import Directory
+@testable import Screening
+
+/// A fresh folder under the system temporary directory, removed by `cleanup()`.
+final class TemporaryFolder {
+    let url: URL
+    var path: String { url.path }
+
+    init(_ label: String = "lookupd-screening") {
+        url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("\(label)-\(getpid())-\(UUID().uuidString)", isDirectory: true)
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    func file(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    @discardableResult
+    func write(_ name: String, _ text: String) -> String {
+        let path = file(name)
+        precondition(FileManager.default.createFile(atPath: path, contents: Data(text.utf8)), "cannot write \(path)")
+        return path
+    }
+
+    func cleanup() { try? FileManager.default.removeItem(at: url) }
+}
+
+struct TestError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Compiles a CSV directory source into `name` in `folder` and opens it.
+@discardableResult
+func compileDirectory(_ csv: String, named name: String, in folder: TemporaryFolder,
+                      plan: NumberingPlan = .china) throws -> DirectoryFile {
+    var options = DirectoryCompiler.Options()
+    options.plan = plan
+    let compiler = DirectoryCompiler(options: options)
+    compiler.add(bytes: Array(csv.utf8), name: name + ".csv", format: .csv)
+    switch compiler.finish() {
+    case .failure(let failure):
+        throw TestError(failure.diagnostics.map(\.description).joined(separator: "\n"))
+    case .success(let content):
+        let path = folder.file(name)
+        try DirectoryWriter.write(content, to: path)
+        return try DirectoryFile(path: path)
+    }
+}
+
+func parseContacts(_ text: String, name: String = "contacts", format: ContactsFormat,
+                   normalizer: NumberNormalizer = NumberNormalizer()) throws -> (list: ContactList, warnings: [Diagnostic]) {
+    let bytes = Array(text.utf8)
+    let result = bytes.withUnsafeBytes { raw in
+        Result { () throws(Diagnostic) in try ContactList.parse(bytes: raw, name: name, format: format, normalizer: normalizer) }
+    }
+    return try result.get()
+}
+
+func number(_ text: String, file: StaticString = #filePath, line: UInt = #line) -> PhoneNumber {
+    guard case .number(let n) = NumberNormalizer().normalize(text) else {
+        XCTFail("bad test number \(text)", file: file, line: line)
+        return PhoneNumber(value: 1)!
+    }
+    return n
+}
+
+/// The folder holding the repository's sample configuration.
+let sampleConfigFolder: URL = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    .appendingPathComponent("Config")
