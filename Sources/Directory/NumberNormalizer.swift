@@ -28,7 +28,9 @@ public enum InvalidNumber: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .letters: return "contains letters"
-        case .badCharacter(let c): return "contains '\(c.unicodeScalars.first.map { $0.isASCII && $0.value >= 0x20 ? String(c) : "\\u{\(String($0.value, radix: 16))}" } ?? "?")'"
+        case .badCharacter(let c):
+            let printable = c.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7F && !($0.value >= 0x80 && $0.value < 0xA0) }
+            return printable ? "contains '\(c)'" : "contains the control character U+\(String(c.unicodeScalars.first!.value, radix: 16, uppercase: true))"
         case .tooShort(let n): return "\(n) digits is too short for a telephone number (an internal extension or service code?)"
         case .tooLong(let n): return "\(n) digits is too long for an E.164 number (at most 15)"
         case .leadingZero: return "a country code cannot start with 0"
@@ -160,8 +162,29 @@ public struct NumberNormalizer: Sendable {
                 break
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"):
                 sawLetter = true
+            case 0xEF where i + 2 < n && text[i + 1] == 0xBC && (0x90...0x99).contains(text[i + 2]):
+                // Full-width digits U+FF10...U+FF19, as Chinese spreadsheets and
+                // address books often hold them.
+                if out.count < DigitBuffer.capacity { out.bytes[out.count] = text[i + 2] - 0x90 }
+                out.count += 1
+                i += 3
+                continue
+            case 0xEF where i + 2 < n && text[i + 1] == 0xBC && text[i + 2] == 0x8B:
+                // Full-width plus U+FF0B.
+                guard out.count == 0, !out.plus else { return .failure(.misplacedPlus) }
+                out.plus = true
+                i += 3
+                continue
+            case 0xEF where i + 2 < n && text[i + 1] == 0xBC && (text[i + 2] == 0x8D || text[i + 2] == 0x88 || text[i + 2] == 0x89):
+                // Full-width hyphen and parentheses: separators.
+                i += 3
+                continue
+            case 0xE3 where i + 2 < n && text[i + 1] == 0x80 && text[i + 2] == 0x80:
+                // Ideographic space U+3000.
+                i += 3
+                continue
             default:
-                return .failure(.badCharacter(Character(Unicode.Scalar(c))))
+                return .failure(.badCharacter(Self.character(at: i, in: text)))
             }
             i += 1
         }
@@ -169,6 +192,12 @@ public struct NumberNormalizer: Sendable {
         if out.count == 0 { return .failure(.noDigits) }
         if out.count > 20 { return .failure(.tooLong(digits: out.count)) }
         return .success(out)
+    }
+
+    private func value(_ d: Digits, from start: Int, count: Int) -> UInt64 {
+        var v: UInt64 = 0
+        for i in start..<min(d.count, start + count) { v = v * 10 + UInt64(d.bytes[i]) }
+        return v
     }
 
     private func value(_ d: Digits, from start: Int) -> UInt64 {
@@ -183,7 +212,32 @@ public struct NumberNormalizer: Sendable {
         return true
     }
 
+    /// The whole character starting at byte `i` (for error messages).
+    static func character(at i: Int, in text: UnsafeRawBufferPointer) -> Character {
+        var end = i + 1
+        while end < text.count, end - i < 4, text[end] & 0xC0 == 0x80 { end += 1 }
+        let decoded = String(decoding: UnsafeRawBufferPointer(rebasing: text[i..<end]), as: UTF8.self)
+        return decoded.first ?? "?"
+    }
+
     private func international(_ d: Digits, from start: Int) -> NormalizedNumber {
+        // "+86 010 ..." keeps the trunk prefix that only national dialling
+        // uses; in the home country (whose plan has one) no number continues
+        // the country code with it, so it is a writing habit, not a digit.
+        let cc = plan.countryCodeDigits
+        if !plan.nationalPrefix.isEmpty, d.count - start > cc + plan.nationalPrefix.count,
+           value(d, from: start, count: cc) == plan.countryCode, hasPrefix(d, plan.nationalPrefix, at: start + cc) {
+            var stripped = d
+            for i in (start + cc)..<(d.count - plan.nationalPrefix.count) {
+                stripped.bytes[i] = d.bytes[i + plan.nationalPrefix.count]
+            }
+            stripped.count -= plan.nationalPrefix.count
+            return checkedInternational(stripped, from: start)
+        }
+        return checkedInternational(d, from: start)
+    }
+
+    private func checkedInternational(_ d: Digits, from start: Int) -> NormalizedNumber {
         let count = d.count - start
         if count > PhoneNumber.maxDigits { return .invalid(.tooLong(digits: count)) }
         if count < 7 { return .invalid(.tooShort(digits: count)) }

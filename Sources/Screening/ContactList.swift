@@ -108,6 +108,10 @@ public struct ContactList: Sendable {
             switch format {
             case .csv:
                 guard let delimiter = CSVDelimiter.detect(in: input) else {
+                    if input.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) {
+                        warnings.append(Diagnostic(file: name, line: 0, message: "empty contacts list"))
+                        break
+                    }
                     throw Diagnostic(file: name, line: 1, message: "missing header line (expected: name,number)")
                 }
                 var columns: (name: Int, number: Int)? = nil
@@ -129,7 +133,8 @@ public struct ContactList: Sendable {
                         return
                     }
                     guard record.count > max(c.name, c.number) else {
-                        throw Diagnostic(file: name, line: record.line, message: "expected a name and a number")
+                        warnings.append(Diagnostic(file: name, line: record.line, message: "contact skipped: expected a name and a number"))
+                        return
                     }
                     add(contact: record.string(c.name), numberText: record.string(c.number), line: record.line)
                 }

@@ -54,11 +54,11 @@ enum PlanOptions {
     static let names: Set<String> = ["country-code", "national-prefix", "international-prefix", "national-number-length"]
 
     static let help = """
-      --country-code CC          home country code (default: from the config, else 86)
-      --national-prefix DIGITS   national trunk prefix (default: from the config, else 0)
-      --international-prefix D   international prefix (default: from the config, else 00)
+      --country-code CC        home country code (default: the config's, else 86)
+      --national-prefix D      national trunk prefix (default: the config's, else 0)
+      --international-prefix D international prefix (default: the config's, else 00)
       --national-number-length MIN[-MAX]
-                                 digits of a national number (default: by country)
+                               digits of a national number (default: by country)
     """
 
     /// Applies command-line overrides to the config's plan.

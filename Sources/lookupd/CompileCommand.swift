@@ -78,7 +78,8 @@ private func runCompile(_ raw: [String]) throws -> Int32 {
         maxErrors = n
     }
     options.maxDiagnostics = maxErrors
-    for source in args.positionals where source == output {
+    let outputIdentity = fileIdentity(output)
+    for source in args.positionals where source == output || (outputIdentity != nil && fileIdentity(source) == outputIdentity) {
         throw UsageError("the output \(output) is also a source")
     }
 
@@ -164,4 +165,11 @@ func monotonicSeconds() -> Double {
 
 func formatSeconds(_ s: Double) -> String {
     s < 1 ? "\(Int(s * 1000)) ms" : "\(Double(Int(s * 100)) / 100) s"
+}
+
+/// Device and inode of an existing file, to tell two spellings of one path apart.
+func fileIdentity(_ path: String) -> [UInt64]? {
+    var st = stat()
+    guard stat(path, &st) == 0 else { return nil }
+    return [UInt64(st.st_dev), UInt64(st.st_ino)]
 }

@@ -69,8 +69,10 @@ do {
     exit(status)
 } catch let error as UsageError {
     var out = OutputBuffer(fd: 2)
-    out.append("lookupd \(command.name): \(error.message)\n\n")
-    out.append(command.usage)
+    out.append("lookupd \(command.name): \(error.message)\n")
+    let synopsis = command.usage.split(separator: "\n", omittingEmptySubsequences: false).prefix { !$0.isEmpty }
+    out.append(synopsis.joined(separator: "\n") + "\n")
+    out.append("Run 'lookupd \(command.name) --help' for the options.\n")
     out.flush()
     exit(2)
 } catch let error as CommandFailure {

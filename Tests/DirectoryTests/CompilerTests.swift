@@ -403,7 +403,7 @@ final class CompilerTests: XCTestCase {
     func testMessagesKeepControlCharactersPrintable() {
         let csv = "number,action,label\n\"\u{1B}[31m138\",block,\n"
         XCTAssertEqual(diagnostics([Source("dir.csv", .csv, csv)]),
-                       ["dir.csv:2: invalid number '\\u{1b}[31m138': contains '\\u{1b}'"])
+                       ["dir.csv:2: invalid number '\\u{1b}[31m138': contains the control character U+1B"])
     }
 
     // MARK: - Duplicates

@@ -264,10 +264,25 @@ final class NormalizationTests: XCTestCase {
                        "4 digits is too short for a telephone number (an internal extension or service code?)")
         XCTAssertEqual(InvalidNumber.tooLong(digits: 16).description, "16 digits is too long for an E.164 number (at most 15)")
         XCTAssertEqual(InvalidNumber.badCharacter("*").description, "contains '*'")
-        XCTAssertEqual(InvalidNumber.badCharacter("\u{0}").description, "contains '\\u{0}'")
+        XCTAssertEqual(InvalidNumber.badCharacter("\u{0}").description, "contains the control character U+0")
+        XCTAssertEqual(InvalidNumber.badCharacter("✓").description, "contains '✓'")
         XCTAssertEqual(InvalidNumber.letters.description, "contains letters")
         XCTAssertEqual(InvalidNumber.misplacedPlus.description, "'+' is only allowed at the start")
         XCTAssertEqual(InvalidNumber.leadingZero.description, "a country code cannot start with 0")
+    }
+
+    /// Forms seen in Chinese address books and spreadsheets: full-width
+    /// digits and plus, ideographic spaces, and the trunk 0 kept after +86.
+    func testFullWidthAndTrunkZeroAfterCountryCode() {
+        let n = NumberNormalizer(plan: .china)
+        XCTAssertEqual(n.normalize("＋８６ １３８００１３８０００"), .number(PhoneNumber(value: 8613800138000)!))
+        XCTAssertEqual(n.normalize("１３８－００１３－８０００"), .number(PhoneNumber(value: 8613800138000)!))
+        XCTAssertEqual(n.normalize("138\u{3000}0013\u{3000}8000"), .number(PhoneNumber(value: 8613800138000)!))
+        XCTAssertEqual(n.normalize("+86 010 5900 0000"), .number(PhoneNumber(value: 861059000000)!))
+        XCTAssertEqual(n.normalize("0086 010 5900 0000"), .number(PhoneNumber(value: 861059000000)!))
+        // Only the home country's trunk prefix is dropped: Italy keeps its 0.
+        XCTAssertEqual(n.normalize("+39 06 1234 5678"), .number(PhoneNumber(value: 390612345678)!))
+        XCTAssertEqual(n.normalize("1380013800✓"), .invalid(.badCharacter("✓")))
     }
 
     /// Random valid numbers written in every form come back as themselves.

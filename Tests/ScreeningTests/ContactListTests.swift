@@ -36,12 +36,22 @@ final class ContactListTests: XCTestCase {
         func error(_ text: String) -> String? {
             do { _ = try parseContacts(text, name: "c.csv", format: .csv); return nil } catch { return "\(error)" }
         }
-        XCTAssertEqual(error("name,phone,x\nAlice\n"), "c.csv:2: expected a name and a number")
         XCTAssertEqual(error("who,what\nAlice,+8613800000001\n"), "c.csv:1: the header must name a 'name' and a 'number' column")
         XCTAssertEqual(error("+8613800000001\n"), "c.csv:1: missing header line (expected: name,number)")
         let unterminated = error("name,number\n\"Alice,+8613800000001\n")
         XCTAssertTrue(unterminated?.hasPrefix("c.csv:2: ") ?? false, String(describing: unterminated))
         XCTAssertTrue(unterminated?.contains("unterminated") ?? false, String(describing: unterminated))
+    }
+
+    /// Address-book exports are messy: a row without a number, or an empty
+    /// export, costs that row (with a warning), not the whole list.
+    func testIncompleteRowsAndEmptyListsAreWarnings() throws {
+        let (list, warnings) = try parseContacts("name,phone,x\nAlice\nBob,+8613800000001,\n", name: "c.csv", format: .csv)
+        XCTAssertEqual(list.count, 1)
+        XCTAssertEqual(warnings.map(\.description), ["c.csv:2: contact skipped: expected a name and a number"])
+        let (empty, emptyWarnings) = try parseContacts("\n  \n", name: "e.csv", format: .csv)
+        XCTAssertEqual(empty.count, 0)
+        XCTAssertEqual(emptyWarnings.map(\.description), ["e.csv: empty contacts list"])
     }
 
     func testDuplicatesAndInvalidNumbersAreWarnings() throws {
