@@ -14,6 +14,10 @@ struct Responder {
     let policy = SIPProtocolPolicy.standard
     private let optionsHeaders: [SIPHeaderField]
     private let networkBlockedHeaders = [SIPHeaderField("Reason", "SIP;cause=603;text=\"Network Blocked\"")]
+    /// The text of the last source address: PBXs send from one or a few
+    /// addresses, so formatting it once saves an allocation per request.
+    private var lastSourceIP = IPAddress(bytes: (0, 0))
+    private var lastSourceText = "::"
 
     init(parser: SIPParser, counters: WorkerCounters) {
         self.parser = parser
@@ -40,8 +44,21 @@ struct Responder {
             counters.add(.aclDropped)
             return 0
         }
+        // A stateless UAS ignores ACK (§8.2.7) whatever it holds, so it is
+        // not worth a parse: half of a PBX's messages to lookupd are ACKs
+        // for the final answers it got.
+        if bytes.count >= 4, bytes[0] == UInt8(ascii: "A"), bytes[1] == UInt8(ascii: "C"),
+           bytes[2] == UInt8(ascii: "K"), bytes[3] == UInt8(ascii: " ") {
+            counters.add(transport == .udp ? .udpAck : .tcpAck)
+            if !allowed { counters.add(.aclDropped) }
+            return 0
+        }
         let outcome = parser.parse(bytes)
-        let source = SIPSourceAddress(ip: SocketAddress.text(sourceIP), port: sourcePort)
+        if sourceIP != lastSourceIP {
+            lastSourceIP = sourceIP
+            lastSourceText = SocketAddress.text(sourceIP)
+        }
+        let source = SIPSourceAddress(ip: lastSourceText, port: sourcePort)
         let request = parser.request
         switch outcome {
         case .request:
