@@ -37,7 +37,7 @@ let package = Package(
         .testTarget(name: "DirectoryTests", dependencies: ["Directory", "TextFormats"]),
         .testTarget(name: "ScreeningTests", dependencies: ["Screening", "Directory", "Configuration"]),
         .testTarget(name: "SIPTests", dependencies: ["SIP"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "SIP", "Screening", "Directory", "Configuration"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "SIP", "Screening", "Directory", "Configuration", "lookupd"]),
         .testTarget(name: "CLITests", dependencies: ["lookupd"]),
     ]
 )

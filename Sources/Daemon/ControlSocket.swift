@@ -62,13 +62,22 @@ final class ControlServer {
                 return
             }
             defer { close(client) }
-            // A client that connects and says nothing must not hang the daemon.
+            // A client that connects and says nothing, or trickles its line a
+            // byte at a time, must not hang the daemon: this loop also handles
+            // the signals, so the whole line gets one second, not each byte.
             var timeout = timeval(tv_sec: 2, tv_usec: 0)
             setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             var line = [UInt8]()
             var byte: UInt8 = 0
+            let deadline = monotonicNow() + 1
             while line.count < 256 {
+                let left = deadline - monotonicNow()
+                if left <= 0 { break }
+                var ready = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
+                let polled = poll(&ready, 1, Int32(left * 1000) + 1)
+                if polled < 0 && errno == EINTR { continue }
+                if polled <= 0 { break }
                 let n = read(client, &byte, 1)
                 if n <= 0 || byte == 0x0A { break }
                 line.append(byte)

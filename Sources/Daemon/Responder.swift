@@ -135,11 +135,17 @@ struct Responder {
             }
         }
         let screening = set.screening
-        let decision: Decision
-        if request.privacy.contains(.id) || user == nil {
-            decision = Decision(verdict: .anonymous)
+        var decision: Decision
+        if let user {
+            decision = screening.decide(identity: user.bytes)
+            // Privacy: id (RFC 3325) asks that the callee not learn who calls:
+            // no label, treated as anonymous. It is no shield against a block,
+            // or every spammer would send it.
+            if request.privacy.contains(.id), decision.verdict != .blocked {
+                decision = Decision(verdict: .anonymous)
+            }
         } else {
-            decision = screening.decide(identity: user!.bytes)
+            decision = Decision(verdict: .anonymous)
         }
         countVerdict(decision.verdict)
 

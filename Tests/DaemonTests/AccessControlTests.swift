@@ -1,0 +1,64 @@
+import Foundation
+import XCTest
+
+/// allow-from and refuse-action, with raw sockets bound to different loopback
+/// addresses (every 127.0.0.0/8 address is local on Linux).
+final class AccessControlTests: DaemonTestCase {
+    func testRefusedWith403() throws {
+        // Only 127.0.0.2 (and a block that is not loopback) may use the daemon.
+        let daemon = try startDaemon(["allow-from = 10.0.0.0/8, 127.0.0.2/32"], readyFrom: "127.0.0.2")
+        let port = daemon.port
+        let allowed = try UDPPeer(ip: "127.0.0.2")
+        let outsider = try UDPPeer(ip: "127.0.0.1")
+        let before = try stats(daemon)
+
+        let blocked = invite(from: "<sip:\(Caller.fraud)@pbx.example>", port: port)
+        XCTAssertEqual(allowed.exchange(blocked, port: port)?.statusLine, "603 Decline")
+        guard let refused = outsider.exchange(blocked, port: port) else { return XCTFail("no 403") }
+        XCTAssertEqual(refused.statusLine, "403 Forbidden")
+        XCTAssertTrue(refused.header("To")?.contains(";tag=") ?? false, "\(refused)")
+        XCTAssertNil(refused.header("X-Caller-Label"), "nothing about the caller leaks to a refused source")
+        XCTAssertNil(refused.header("Contact"))
+        XCTAssertEqual(outsider.exchange(options(port: port), port: port)?.statusLine, "403 Forbidden")
+        // No answer to ACK, and none to a malformed request, from outside.
+        outsider.send(request("ACK", port: port), to: port)
+        outsider.send(request("INVITE", port: port, maxForwards: "seventy"), to: port)
+        XCTAssertNil(outsider.receive(timeout: 0.3))
+        // TCP is refused the same way.
+        let tcp = try TCPPeer(to: port, from: "127.0.0.1")
+        XCTAssertEqual(tcp.exchange(invite(from: "<sip:\(Caller.pizza)@pbx.example>", port: port, transport: "TCP"))?.statusLine,
+                       "403 Forbidden")
+        let tcpAllowed = try TCPPeer(to: port, from: "127.0.0.2")
+        XCTAssertEqual(tcpAllowed.exchange(invite(from: "<sip:\(Caller.pizza)@pbx.example>", port: port, transport: "TCP"))?.statusLine,
+                       "302 Moved Temporarily")
+
+        let after = try stats(daemon)
+        XCTAssertEqual(after[#"lookupd_responses_total{code="403"}"#] - before[#"lookupd_responses_total{code="403"}"#], 3)
+        XCTAssertEqual(after[#"lookupd_verdicts_total{verdict="blocked"}"#] - before[#"lookupd_verdicts_total{verdict="blocked"}"#], 1,
+                       "refused requests are not screened")
+        XCTAssertEqual(after[#"lookupd_verdicts_total{verdict="identified"}"#] - before[#"lookupd_verdicts_total{verdict="identified"}"#], 1)
+        XCTAssertGreaterThanOrEqual(after[#"lookupd_refused_total{reason="acl_403"}"#] - before[#"lookupd_refused_total{reason="acl_403"}"#], 3)
+    }
+
+    func testRefusedSilentlyWithDrop() throws {
+        let daemon = try startDaemon(["allow-from = 127.0.0.1/32", "refuse-action = drop"])
+        let port = daemon.port
+        let allowed = try UDPPeer(ip: "127.0.0.1")
+        let outsider = try UDPPeer(ip: "127.0.0.3")
+        let before = try stats(daemon)
+        for message in [invite(from: "<sip:\(Caller.fraud)@pbx.example>", port: port), options(port: port),
+                        request("INVITE", port: port, maxForwards: "seventy")] {
+            outsider.send(message, to: port)
+        }
+        XCTAssertNil(outsider.receive(timeout: 0.3), "refuse-action = drop: no answer at all")
+        XCTAssertEqual(allowed.exchange(invite(from: "<sip:\(Caller.fraud)@pbx.example>", port: port), port: port)?.statusLine, "603 Decline")
+        let tcp = try TCPPeer(to: port, from: "127.0.0.3")
+        tcp.send(options(port: port, transport: "TCP"))
+        if case .message(let m) = tcp.receive(timeout: 0.3) { XCTFail("answered over TCP: \(String(decoding: m, as: UTF8.self))") }
+
+        let after = try stats(daemon)
+        XCTAssertEqual(after[#"lookupd_refused_total{reason="acl_dropped"}"#] - before[#"lookupd_refused_total{reason="acl_dropped"}"#], 4, after.text)
+        XCTAssertEqual(after[#"lookupd_responses_total{code="403"}"#] - before[#"lookupd_responses_total{code="403"}"#], 0)
+        XCTAssertEqual(after[#"lookupd_verdicts_total{verdict="blocked"}"#] - before[#"lookupd_verdicts_total{verdict="blocked"}"#], 1)
+    }
+}
