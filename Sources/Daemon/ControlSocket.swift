@@ -19,7 +19,13 @@ final class ControlServer {
         }
         // A socket file left by a daemon that died: remove it, unless a live
         // daemon still answers on it.
-        if access(path, F_OK) == 0 {
+        var st = stat()
+        if lstat(path, &st) == 0 {
+            // Only ever remove a socket: a typo in control-socket must not
+            // delete someone's file.
+            guard (st.st_mode & S_IFMT) == S_IFSOCK else {
+                throw SystemError("control socket \(path): the path exists and is not a socket", EEXIST)
+            }
             if ControlClient.isAlive(path) { throw SystemError("control socket \(path): another lookupd is running", EADDRINUSE) }
             unlink(path)
         }

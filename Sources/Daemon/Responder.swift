@@ -232,7 +232,7 @@ struct Responder {
         if let s = d.source { log.field("source", set.screening.sourceName(s)) }
         if let m = d.match { log.field("match", m.description) }
         log.field("call-id", request.callID.bytes)
-        log.field("from", "\(source.ip):\(source.port)")
+        log.field("from", source.ip.contains(":") ? "[\(source.ip)]:\(source.port)" : "\(source.ip):\(source.port)")
         log.end()
     }
 }

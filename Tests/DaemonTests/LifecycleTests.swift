@@ -98,6 +98,17 @@ final class LifecycleTests: DaemonTestCase {
                        - stats[#"lookupd_requests_total{method="OPTIONS",transport="udp"}"#], 20)
     }
 
+    /// A control-socket path that names an ordinary file (a typo in the
+    /// config) must not delete it.
+    func testControlSocketPathThatIsAFileIsLeftAlone() throws {
+        let victim = write("precious.txt", "do not delete\n")
+        let config = write("typo.conf", configText(name: "typo", port: freeLoopbackPort(), directories: ["main.lkd"],
+                                                   contacts: [], extra: []).replacingOccurrences(of: path("typo.sock"), with: victim))
+        let result = try serveFails(config)
+        XCTAssertTrue(result.stderr.contains("\(victim): the path exists and is not a socket"), result.stderr)
+        XCTAssertEqual(readText(victim), "do not delete\n")
+    }
+
     func testSocketLeftByAKilledDaemonIsReplaced() throws {
         let first = try startDaemon(name: "crashy")
         first.signal(SIGKILL)
