@@ -13,10 +13,6 @@ final class ControlServer {
 
     init(path: String) throws(SystemError) {
         self.path = path
-        var address = sockaddr_un()
-        guard path.utf8.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            throw SystemError("control socket path \(path) is too long", ENAMETOOLONG)
-        }
         // A socket file left by a daemon that died: remove it, unless a live
         // daemon still answers on it.
         var st = stat()
@@ -33,14 +29,8 @@ final class ControlServer {
         if !folder.isEmpty, access(folder, F_OK) != 0 { mkdir(folder, 0o750) }
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SystemError("control socket") }
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, b) in path.utf8.enumerated() { raw[i] = b }
-        }
-        let size = socklen_t(MemoryLayout<sockaddr_un>.size)
-        let bound = withUnsafePointer(to: &address) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, size) }
-        }
+        let bound: Int32
+        do { bound = try UnixAddress.with(path) { bind(fd, $0, $1) } } catch { close(fd); throw error }
         guard bound == 0 else {
             let code = errno
             close(fd)
@@ -134,20 +124,10 @@ public enum ControlClient {
     }
 
     private static func connect(_ path: String) throws(SystemError) -> Int32 {
-        var address = sockaddr_un()
-        guard path.utf8.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            throw SystemError("control socket path \(path) is too long", ENAMETOOLONG)
-        }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SystemError("socket") }
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, b) in path.utf8.enumerated() { raw[i] = b }
-        }
-        let size = socklen_t(MemoryLayout<sockaddr_un>.size)
-        let rc = withUnsafePointer(to: &address) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, size) }
-        }
+        let rc: Int32
+        do { rc = try UnixAddress.with(path) { Glibc.connect(fd, $0, $1) } } catch { close(fd); throw error }
         guard rc == 0 else {
             let code = errno
             close(fd)

@@ -130,3 +130,25 @@ enum ListenSocket {
         return withUnsafePointer(to: &storage) { SocketAddress.decode(UnsafeRawPointer($0)).1 }
     }
 }
+
+/// `sockaddr_un` for a filesystem path, or an abstract name when the path
+/// starts with '@' (as $NOTIFY_SOCKET may).
+enum UnixAddress {
+    static func with<R>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) throws(SystemError) -> R {
+        var address = sockaddr_un()
+        var bytes = Array(path.utf8)
+        guard !bytes.isEmpty, bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw SystemError("socket path '\(path)' is empty or too long", ENAMETOOLONG)
+        }
+        if bytes[0] == UInt8(ascii: "@") { bytes[0] = 0 }
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in bytes.enumerated() { raw[i] = b }
+        }
+        // Abstract names count every byte; paths may include the NUL.
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + (bytes[0] == 0 ? 0 : 1))
+        return withUnsafePointer(to: &address) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) }
+        }
+    }
+}

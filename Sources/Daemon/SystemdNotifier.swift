@@ -8,8 +8,7 @@ import Glibc
 /// Threading: immutable after init; `send` may be called from any thread.
 public final class SystemdNotifier: @unchecked Sendable {
     private let fd: Int32
-    private var address = sockaddr_un()
-    private let addressLength: socklen_t
+    private let socketPath: String
     /// From $WATCHDOG_USEC: how often systemd expects WATCHDOG=1, nil when off.
     public let watchdogInterval: Double?
 
@@ -20,20 +19,8 @@ public final class SystemdNotifier: @unchecked Sendable {
             if pid == nil || pid == getpid() { interval = Double(usec) / 1e6 }
         }
         watchdogInterval = interval
-        guard let socketPath = getenv("NOTIFY_SOCKET").map({ String(cString: $0) }), !socketPath.isEmpty,
-              socketPath.utf8.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            fd = -1
-            addressLength = 0
-            return
-        }
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        address.sun_family = sa_family_t(AF_UNIX)
-        var bytes = Array(socketPath.utf8)
-        if bytes.first == UInt8(ascii: "@") { bytes[0] = 0 }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, b) in bytes.enumerated() { raw[i] = b }
-        }
-        addressLength = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count)
+        socketPath = getenv("NOTIFY_SOCKET").map { String(cString: $0) } ?? ""
+        fd = socketPath.isEmpty ? -1 : socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     }
 
     deinit { if fd >= 0 { close(fd) } }
@@ -43,13 +30,10 @@ public final class SystemdNotifier: @unchecked Sendable {
     /// Sends newline-separated assignments, e.g. "READY=1\nSTATUS=serving".
     public func send(_ state: String) {
         guard fd >= 0 else { return }
-        var address = self.address
         var state = state
         state.withUTF8 { bytes in
-            withUnsafePointer(to: &address) { ptr in
-                ptr.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    _ = sendto(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL), $0, addressLength)
-                }
+            _ = try? UnixAddress.with(socketPath) { address, length in
+                sendto(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL), address, length)
             }
         }
     }
