@@ -35,7 +35,7 @@ public enum ConfigParser {
 
     /// Every accepted key, in the order the manual lists them.
     public static let keys: [ConfigKey] = [
-        ConfigKey(name: "directory", syntax: "PATH [name=NAME] [block-response=603|607|608|603+]", repeatable: true,
+        ConfigKey(name: "directory", syntax: "PATH [name=NAME] [block-response=603|607|608|603+] [active=WINDOWS]", repeatable: true,
                   summary: "A compiled directory file (.lkd). Repeat for several; the order is the priority order.") { s, v throws(ValueError) in
             var words = try splitWords(v)
             guard !words.isEmpty else { throw ValueError("expected a path") }
@@ -50,7 +50,9 @@ public enum ConfigParser {
                 case "block-response":
                     guard let r = BlockResponse(rawValue: value) else { throw ValueError("block-response must be 603, 607, 608 or 603+") }
                     entry.blockResponse = r
-                default: throw ValueError("unknown directory option '\(key)' (expected name= or block-response=)")
+                case "active":
+                    entry.active = try parseActive(value)
+                default: throw ValueError("unknown directory option '\(key)' (expected name=, block-response= or active=)")
                 }
             }
             s.config.directories.append(entry)
@@ -139,7 +141,7 @@ public enum ConfigParser {
             s.config.controlSocket = s.resolve(v)
         },
         ConfigKey(name: "state-directory", syntax: "PATH", repeatable: false,
-                  summary: "Folder where the daemon keeps private copies of the directories it serves (default /var/lib/lookupd).") { s, v throws(ValueError) in
+                  summary: "Folder where the daemon keeps private copies of the directories it serves (default /var/lib/lookupd); lookupd update keeps feed state in its feeds/ folder.") { s, v throws(ValueError) in
             guard !v.isEmpty else { throw ValueError("expected a path") }
             s.config.stateDirectory = s.resolve(v)
         },
@@ -158,12 +160,12 @@ public enum ConfigParser {
             guard let n = Int(v), n >= 1, n <= 86400 else { throw ValueError("expected seconds from 1 to 86400") }
             s.config.tcpIdleTimeout = n
         },
-    ]
+    ] + screeningKeys + feedKeys
 
     /// Parses a config file.
     public static func load(path: String) throws(Diagnostic) -> LookupdConfig {
         let file: MappedFile
-        do { file = try MappedFile(path: path) } catch { throw Diagnostic(file: path, line: 0, message: "\(error)".replacingPrefix(path + ": ", with: "")) }
+        do { file = try MappedFile(path: path, inMemory: true) } catch { throw Diagnostic(file: path, line: 0, message: "\(error)".replacingPrefix(path + ": ", with: "")) }
         return try parse(bytes: file.bytes, path: path)
     }
 
@@ -233,6 +235,7 @@ public enum ConfigParser {
             throw Diagnostic(file: path, line: line, message: "\(error)")
         }
         if state.sawAllowFrom { state.config.allowFrom = state.allowFrom }
+        try finishScreening(&state, seen: seen, path: path)
         return state.config
     }
 

@@ -1,5 +1,6 @@
 import Directory
 import Glibc
+import Screening
 
 /// The final answer to a blocked caller (RFC 3261 §21.6 and later RFCs).
 public enum BlockResponse: String, Sendable, CaseIterable {
@@ -94,11 +95,14 @@ public struct DirectoryConfig: Equatable, Sendable {
     public var name: String
     /// Overrides `block-response` for numbers this directory blocks.
     public var blockResponse: BlockResponse?
+    /// When the directory is in force (`active=`); nil: always.
+    public var active: ActiveWindows?
 
-    public init(path: String, name: String? = nil, blockResponse: BlockResponse? = nil) {
+    public init(path: String, name: String? = nil, blockResponse: BlockResponse? = nil, active: ActiveWindows? = nil) {
         self.path = path
         self.name = name ?? DirectoryConfig.fileName(path)
         self.blockResponse = blockResponse
+        self.active = active
     }
 
     static func fileName(_ path: String) -> String {
@@ -131,6 +135,16 @@ public struct LookupdConfig: Sendable {
     public var logLevel: LogLevel = .info
     public var tcpMaxConnections: Int = 4096
     public var tcpIdleTimeout: Int = 120
+    /// `feed` lines, in order: lookupd update installs them; first wins when merged.
+    public var feeds: [FeedConfig] = []
+    /// `contacts-dir`: per-callee contacts.
+    public var contactsDirectory: String? = nil
+    /// Caller policies (anonymous-callers, invalid-callers, bypass, verstat-*).
+    public var policies = CallerPolicies()
+    /// `bypass` items as written; `policies.bypass` holds them parsed.
+    public var bypass: [String] = []
+    /// `time-zone` for active= windows; nil: the system's.
+    public var timeZone: String? = nil
 
     public init() {}
 }

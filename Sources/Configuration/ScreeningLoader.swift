@@ -1,12 +1,15 @@
 import Directory
+import Glibc
 import Screening
 
 /// Builds a `ScreeningSet` from a configuration: reads the contacts lists
-/// and opens the directories, in priority order.
+/// (global and per callee), opens the directories in priority order with
+/// their journals on top, and takes the caller policies.
 public enum ScreeningLoader {
     public struct Loaded: Sendable {
         public var set: ScreeningSet
-        /// Skipped contacts and the like: worth logging, not fatal.
+        /// Skipped contacts, torn journal records and the like: worth
+        /// logging, not fatal.
         public var warnings: [Diagnostic]
     }
 
@@ -14,26 +17,26 @@ public enum ScreeningLoader {
     /// configured file in place; the daemon serves from a private copy.
     public typealias DirectoryOpener = (DirectoryConfig) throws(DirectoryError) -> DirectoryFile
 
-    /// - Parameter verify: check every directory's content checksum and
-    ///   structure before accepting it (what serving requires).
-    public static func load(_ config: LookupdConfig, verify: Bool,
+    /// - Parameters:
+    ///   - verify: check every directory's content checksum and structure
+    ///     before accepting it (what serving requires).
+    ///   - journals: read each directory's journal and lay it over the
+    ///     file. The daemon passes false and follows the journals itself.
+    public static func load(_ config: LookupdConfig, verify: Bool, journals: Bool = true,
                             open: DirectoryOpener = { c throws(DirectoryError) in try DirectoryFile(path: c.path) }) throws(LoadError) -> Loaded {
         let normalizer = NumberNormalizer(plan: config.plan)
         var warnings: [Diagnostic] = []
         var lists: [ContactList] = []
         for path in config.contacts {
-            guard let format = ContactsFormat.guess(path: path) else {
-                throw .contacts(Diagnostic(file: path, line: 0, message: "cannot tell the format from the file name; name it .csv or .vcf"))
+            lists.append(try loadContacts(path, normalizer: normalizer, warnings: &warnings))
+        }
+        var callee = CalleeContacts.none
+        if let folder = config.contactsDirectory {
+            var perCallee: [(stem: String, list: ContactList)] = []
+            for (stem, path) in try contactFiles(in: folder, warnings: &warnings) {
+                perCallee.append((stem, try loadContacts(path, normalizer: normalizer, warnings: &warnings)))
             }
-            let file: MappedFile
-            do { file = try MappedFile(path: path) } catch { throw .directory(error) }
-            do {
-                let parsed = try ContactList.parse(bytes: file.bytes, name: path, format: format, normalizer: normalizer)
-                lists.append(parsed.list)
-                warnings += parsed.warnings
-            } catch {
-                throw .contacts(error)
-            }
+            callee = CalleeContacts(folder: folder, lists: perCallee, normalizer: normalizer)
         }
         var directories: [ScreeningDirectory] = []
         for entry in config.directories {
@@ -44,20 +47,86 @@ public enum ScreeningLoader {
             } catch {
                 throw .directory(error)
             }
-            directories.append(ScreeningDirectory(name: entry.name, file: file))
+            var overlay = DirectoryOverlay.empty
+            if journals {
+                let journalPath = JournalFormat.path(forDirectory: entry.path)
+                do {
+                    if let journal = try JournalFollower.read(path: journalPath) {
+                        overlay = DirectoryOverlay(journal: journal.state, base: file.header)
+                        if let tail = journal.tail {
+                            warnings.append(Diagnostic(file: journalPath, line: 0, message: "torn last record ignored: \(tail)"))
+                        }
+                    }
+                } catch {
+                    throw .journal(error)
+                }
+            }
+            directories.append(ScreeningDirectory(name: entry.name, file: file, overlay: overlay, active: entry.active))
         }
-        return Loaded(set: ScreeningSet(normalizer: normalizer, contacts: lists, directories: directories), warnings: warnings)
+        let set = ScreeningSet(normalizer: normalizer, contacts: lists, directories: directories,
+                               calleeContacts: callee, policies: config.policies)
+        return Loaded(set: set, warnings: warnings)
+    }
+
+    static func loadContacts(_ path: String, normalizer: NumberNormalizer, warnings: inout [Diagnostic]) throws(LoadError) -> ContactList {
+        guard let format = ContactsFormat.guess(path: path) else {
+            throw .contacts(Diagnostic(file: path, line: 0, message: "cannot tell the format from the file name; name it .csv or .vcf"))
+        }
+        let file: MappedFile
+        do { file = try MappedFile(path: path, inMemory: true) } catch { throw .directory(error) }
+        do {
+            let parsed = try ContactList.parse(bytes: file.bytes, name: path, format: format, normalizer: normalizer)
+            warnings += parsed.warnings
+            return parsed.list
+        } catch {
+            throw .contacts(error)
+        }
+    }
+
+    /// The contact files of a `contacts-dir`, by callee (file stem), in name
+    /// order. Hidden files and files of other kinds are left alone.
+    static func contactFiles(in folder: String, warnings: inout [Diagnostic]) throws(LoadError) -> [(stem: String, path: String)] {
+        guard let dir = opendir(folder) else {
+            throw .contacts(Diagnostic(file: folder, line: 0, message: "cannot read contacts-dir: \(String(cString: strerror(errno)))"))
+        }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name.hasPrefix(".") { continue }
+            names.append(name)
+        }
+        var files: [(stem: String, path: String)] = []
+        var seen: [String: String] = [:]
+        for name in names.sorted() {
+            let path = folder.hasSuffix("/") ? folder + name : folder + "/" + name
+            guard ContactsFormat.guess(path: name) != nil, let dot = name.lastIndex(of: ".") else { continue }
+            var st = stat()
+            guard stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
+            let stem = String(name[..<dot])
+            if let earlier = seen[stem] {
+                warnings.append(Diagnostic(file: path, line: 0, message: "skipped: \(earlier) already holds the contacts of callee \(stem)"))
+                continue
+            }
+            seen[stem] = name
+            files.append((stem, path))
+        }
+        return files
     }
 }
 
 public enum LoadError: Error, Sendable, CustomStringConvertible {
     case directory(DirectoryError)
     case contacts(Diagnostic)
+    case journal(JournalError)
 
     public var description: String {
         switch self {
         case .directory(let e): return e.description
         case .contacts(let d): return d.description
+        case .journal(let e): return e.description
         }
     }
 }

@@ -87,6 +87,27 @@ public final class DirectoryFile: @unchecked Sendable {
         self.labelDataSize = Int(header.labelDataSize)
     }
 
+    /// Reads and checks only the header of the file at `path` (with pread,
+    /// no mapping): enough to tell what a file is before deciding to load it.
+    public static func readHeader(path: String) throws(DirectoryError) -> DirectoryHeader {
+        // O_NONBLOCK: a FIFO put in the file's place must not hang the caller.
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { throw .system(path: path, operation: "open", errno: errno) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw .system(path: path, operation: "stat", errno: errno) }
+        guard (st.st_mode & S_IFMT) == S_IFREG else { throw .corrupt(path: path, reason: "not a regular file") }
+        var head = [UInt8](repeating: 0, count: DirectoryFormat.headerSize)
+        let got = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        guard got >= 0 else { throw .system(path: path, operation: "read", errno: errno) }
+        let result = head.withUnsafeBytes { raw in
+            Result { () throws(DirectoryError) in
+                try DirectoryHeader.decode(UnsafeRawBufferPointer(rebasing: raw[0..<got]), actualSize: Int(st.st_size), path: path)
+            }
+        }
+        return try result.get()
+    }
+
     private static func classifyShort(_ head: [UInt8], size: Int, path: String) -> DirectoryError {
         let outcome = head.withUnsafeBytes { raw in
             Result { () throws(DirectoryError) in try DirectoryHeader.decode(raw, actualSize: size, path: path) }
@@ -113,6 +134,39 @@ public final class DirectoryFile: @unchecked Sendable {
             return entry(value: value, match: .exact(number))
         }
         return prefixLookup(number)
+    }
+
+    /// Bit L set when the file has prefix rules of L digits.
+    public var prefixLengthMask: UInt32 { header.prefixLengthMask }
+
+    /// The exact entry for `number`, ignoring prefix rules.
+    @inlinable
+    public func exactLookup(_ number: PhoneNumber) -> DirectoryEntry? {
+        guard let value = exactValue(number.value) else { return nil }
+        return entry(value: value, match: .exact(number))
+    }
+
+    /// The rule for the first `length` digits of `number`, if the file has
+    /// one of exactly that length (the caller walks the lengths, so that a
+    /// journal overlay can take part in the longest-prefix order).
+    public func prefixLookup(_ number: PhoneNumber, length: Int) -> DirectoryEntry? {
+        let digits = number.digitCount
+        guard length >= 1, length <= digits, header.prefixLengthMask & (1 << UInt32(length)) != 0 else { return nil }
+        let prefixDigits = number.value / powersOfTen[digits - length]
+        guard let value = prefixValue(UInt64(length) << 56 | prefixDigits) else { return nil }
+        return entry(value: value, match: .prefix(NumberPrefix(digits: prefixDigits, length: length)!))
+    }
+
+    /// The entry stored for exactly this number or exactly this prefix rule
+    /// (a number covered only by a rule has none).
+    public func storedEntry(_ pattern: NumberPattern) -> DirectoryEntry? {
+        switch pattern {
+        case .exact(let number):
+            return exactLookup(number)
+        case .prefix(let prefix):
+            guard let value = prefixValue(DirectoryFormat.prefixKey(prefix)) else { return nil }
+            return entry(value: value, match: pattern)
+        }
     }
 
     /// Eytzinger search: the keys are a sorted array laid out breadth-first,

@@ -81,6 +81,12 @@ public struct DirectoryHeader: Equatable, Sendable {
     /// Bit L set when a prefix of L digits exists, so a lookup only searches
     /// the prefix lengths that occur.
     public var prefixLengthMask: UInt32 = 0
+    /// The journal whose records this file already contains (`lookupd
+    /// compact` sets it), 0 for none: a compiled file has merged nothing.
+    public var journalID: UInt64 = 0
+    /// The last record of that journal merged into this file; readers apply
+    /// only the journal's later records on top.
+    public var journalSequence: UInt64 = 0
     public var headerChecksum: UInt64 = 0
 
     public init() {}
@@ -110,6 +116,8 @@ public struct DirectoryHeader: Equatable, Sendable {
             put64(120, contentChecksum)
             put32(128, flags)
             put32(132, prefixLengthMask)
+            put64(136, journalID)
+            put64(144, journalSequence)
             let checksum = XXH64.hash(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(raw)[0..<DirectoryFormat.headerChecksummed]))
             put64(248, checksum)
         }
@@ -162,6 +170,10 @@ public struct DirectoryHeader: Equatable, Sendable {
         h.contentChecksum = get64(120)
         h.flags = get32(128)
         h.prefixLengthMask = get32(132)
+        // Version-1 files written before these fields existed hold zeros
+        // here, which reads as "no journal merged".
+        h.journalID = get64(136)
+        h.journalSequence = get64(144)
         if h.fileSize > UInt64(actualSize) {
             throw .truncated(path: path, expected: h.fileSize, actual: actualSize)
         }
@@ -179,9 +191,10 @@ public struct DirectoryHeader: Equatable, Sendable {
         }
         guard let layout = DirectoryLayout(entryCount: h.entryCount, prefixCount: h.prefixCount,
                                            labelCount: h.labelCount, labelDataSize: h.labelDataSize),
-              layout.keysOffset == Int(h.keysOffset), layout.valuesOffset == Int(h.valuesOffset),
-              layout.prefixesOffset == Int(h.prefixesOffset), layout.labelIndexOffset == Int(h.labelIndexOffset),
-              layout.labelDataOffset == Int(h.labelDataOffset), UInt64(layout.fileSize) == h.fileSize else {
+              // Compared as UInt64: Int(h.keysOffset) would trap on an offset above Int.max.
+              UInt64(layout.keysOffset) == h.keysOffset, UInt64(layout.valuesOffset) == h.valuesOffset,
+              UInt64(layout.prefixesOffset) == h.prefixesOffset, UInt64(layout.labelIndexOffset) == h.labelIndexOffset,
+              UInt64(layout.labelDataOffset) == h.labelDataOffset, UInt64(layout.fileSize) == h.fileSize else {
             throw .corrupt(path: path, reason: "section offsets do not match the counts in the header")
         }
         guard h.blockedCount <= h.entryCount + h.prefixCount, h.identifiedCount <= h.entryCount + h.prefixCount else {

@@ -12,6 +12,9 @@ public struct DirectoryContent: Sendable {
     public var prefixKeys: [UInt64] = []
     public var prefixValues: [UInt32] = []
     public var labels: [[UInt8]] = []
+    /// Written by compaction: the journal and its last record merged here.
+    public var journalID: UInt64 = 0
+    public var journalSequence: UInt64 = 0
 
     public init() {}
 
@@ -164,6 +167,8 @@ public enum DirectoryWriter {
         header.labelDataOffset = UInt64(layout.labelDataOffset)
         header.labelDataSize = UInt64(labelDataSize)
         header.prefixLengthMask = mask
+        header.journalID = content.journalID
+        header.journalSequence = content.journalSequence
         return header
     }
 

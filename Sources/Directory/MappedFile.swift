@@ -4,22 +4,27 @@ import Glibc
 /// copying them into the heap.
 ///
 /// Threading: immutable; the bytes stay valid while the object lives.
-/// Only for files lookupd reads once and does not keep (sources, contacts):
-/// someone truncating the file meanwhile would fault the reader, which is why
-/// directories that are served are handled by `DirectoryFile` with a copy.
+/// Only for files lookupd reads once and does not keep (sources): someone
+/// truncating the file meanwhile would fault the reader, which is why the
+/// daemon reads config and contacts with `inMemory` and serves directories
+/// from private copies (`DirectoryFile`, PrivateDirectoryStore).
 public final class MappedFile: @unchecked Sendable {
     public let path: String
     public let bytes: UnsafeRawBufferPointer
     private let mapping: UnsafeMutableRawPointer?
 
-    public init(path: String) throws(DirectoryError) {
+    /// - Parameter inMemory: read the file into the heap instead of mapping
+    ///   it. The daemon reads its config and contacts this way at every
+    ///   reload: an operator truncating one of them meanwhile must cost a
+    ///   refused reload, not a SIGBUS.
+    public init(path: String, inMemory: Bool = false) throws(DirectoryError) {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw .system(path: path, operation: "open", errno: errno) }
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw .system(path: path, operation: "stat", errno: errno) }
         if (st.st_mode & S_IFMT) == S_IFDIR { throw .system(path: path, operation: "read", errno: EISDIR) }
-        if (st.st_mode & S_IFMT) != S_IFREG {
+        if inMemory || (st.st_mode & S_IFMT) != S_IFREG {
             // Pipes and character devices (`/dev/stdin`) cannot be mapped: read them.
             var data = [UInt8]()
             var chunk = [UInt8](repeating: 0, count: 1 << 16)

@@ -13,6 +13,32 @@ public enum NormalizedNumber: Equatable, Sendable {
     }
 }
 
+/// Digits as dialled or sent, leading zeros kept (by the count).
+public struct DialledDigits: Hashable, Sendable, CustomStringConvertible {
+    public var plus: Bool
+    public var value: UInt64
+    public var count: Int
+
+    public init(plus: Bool, value: UInt64, count: Int) {
+        self.plus = plus
+        self.value = value
+        self.count = count
+    }
+
+    /// Whether these digits start with `prefix`'s (and agree on the `+`).
+    public func hasPrefix(_ prefix: DialledDigits) -> Bool {
+        guard plus == prefix.plus, count >= prefix.count else { return false }
+        var v = value
+        for _ in 0..<(count - prefix.count) { v /= 10 }
+        return v == prefix.value
+    }
+
+    public var description: String {
+        let digits = String(value)
+        return (plus ? "+" : "") + String(repeating: "0", count: max(0, count - digits.count)) + digits
+    }
+}
+
 /// Why a text is not a telephone number, worded for an operator's error message.
 public enum InvalidNumber: Error, Equatable, Sendable, CustomStringConvertible {
     case letters
@@ -24,6 +50,10 @@ public enum InvalidNumber: Error, Equatable, Sendable, CustomStringConvertible {
     case badEscape
     case noDigits
     case withheld
+    /// An empty caller identity: nothing where the number belongs.
+    case empty
+    /// Only zeros (`0000000000`), a placeholder some trunks send.
+    case allZeros
 
     public var description: String {
         switch self {
@@ -38,6 +68,8 @@ public enum InvalidNumber: Error, Equatable, Sendable, CustomStringConvertible {
         case .badEscape: return "bad %-escape"
         case .noDigits: return "no digits"
         case .withheld: return "a withheld identity, not a number"
+        case .empty: return "empty caller number"
+        case .allZeros: return "all zeros"
         }
     }
 }
@@ -73,9 +105,28 @@ public struct NumberNormalizer: Sendable {
                 switch digits(of: text) {
                 case .failure(let reason): return .invalid(reason)
                 case .success(let parsed):
+                    if parsed.count >= 3, parsed.count <= DigitBuffer.capacity,
+                       (0..<parsed.count).allSatisfy({ parsed.bytes[$0] == 0 }) {
+                        return .invalid(.allZeros)
+                    }
                     return classify(parsed, phoneContext: context)
                 }
             }
+        }
+    }
+
+    /// The digits of an identity as the caller sent them (`110`, `1001`,
+    /// `+8613800138000`), separators removed: what a bypass list matches,
+    /// since emergency and internal numbers are not E.164 numbers. nil when
+    /// the identity has letters or other characters, or more than 18 digits.
+    public func dialledDigits(bytes: UnsafeRawBufferPointer) -> DialledDigits? {
+        let identity = IdentityText(bytes)
+        guard let user = identity.user else { return nil }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: NumberNormalizer.scratchSize) { scratch in
+            guard case .success(let count) = Self.unescape(user, into: scratch) else { return nil }
+            let text = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(scratch)[0..<count])
+            guard case .success(let parsed) = digits(of: text), parsed.count <= 18 else { return nil }
+            return DialledDigits(plus: parsed.plus, value: value(parsed, from: 0), count: parsed.count)
         }
     }
 
@@ -265,6 +316,9 @@ public struct NumberNormalizer: Sendable {
             // RFC 3966 local number: the context names the country (and
             // perhaps an area); the local digits follow it, minus a trunk prefix
             // when the context is a bare country code.
+            // A context longer than any number prefixes none (and its value
+            // would overflow UInt64).
+            if context.count > PhoneNumber.maxDigits { return .invalid(.tooLong(digits: context.count + d.count)) }
             let contextValue = value(context, from: 0)
             if context.count <= 3 {
                 let start = hasPrefix(d, plan.nationalPrefix) ? plan.nationalPrefix.count : 0
@@ -286,7 +340,8 @@ public struct NumberNormalizer: Sendable {
         }
         // Some trunks send the country code without '+' (8613800138000).
         let ccDigits = plan.countryCodeDigits
-        if d.count > ccDigits, value(d, from: 0) / powersOfTen[d.count - ccDigits] == plan.countryCode,
+        // Only the leading digits: the whole run may be up to 24 digits, past UInt64.
+        if d.count > ccDigits, value(d, from: 0, count: ccDigits) == plan.countryCode,
            plan.nationalNumberLength.contains(d.count - ccDigits) {
             return international(d, from: 0)
         }
@@ -310,13 +365,11 @@ public struct NumberNormalizer: Sendable {
         let count = d.count - start
         guard count >= 1 || countryCode != nil else { return .failure(.noDigits) }
         if count > 0, d.bytes[start] == 0, countryCode == nil || !plan.nationalPrefix.isEmpty { return .failure(.leadingZero) }
-        var digits = value(d, from: start)
-        var length = count
-        if let cc = countryCode {
-            digits = cc * powersOfTen[count] + digits
-            length += PhoneNumber.digitCount(of: cc)
-        }
+        // The length first: a longer run would overflow UInt64 and powersOfTen.
+        let length = count + (countryCode.map { PhoneNumber.digitCount(of: $0) } ?? 0)
         guard length <= PhoneNumber.maxDigits else { return .failure(.tooLong(digits: length)) }
+        var digits = value(d, from: start)
+        if let cc = countryCode { digits = cc * powersOfTen[count] + digits }
         guard let prefix = NumberPrefix(digits: digits, length: length) else { return .failure(.noDigits) }
         return .success(prefix)
     }

@@ -2,7 +2,7 @@ import Directory
 
 /// What lookupd concluded about a caller.
 public enum Verdict: String, Sendable, CaseIterable {
-    /// A directory blocks the number.
+    /// A directory (or a policy) blocks the number.
     case blocked
     /// A directory labels the number and none blocks it.
     case identified
@@ -14,20 +14,29 @@ public enum Verdict: String, Sendable, CaseIterable {
     case anonymous
     /// The caller identity is not a telephone number.
     case invalid
+    /// The caller is on the bypass list (emergency, internal): not screened.
+    case bypassed
 }
 
 /// Where a decision came from: a contacts list or a directory, by its
-/// position in the configuration (priority order for directories).
+/// position in the configuration (priority order for directories), a
+/// callee's own contacts, or a caller policy.
 public enum DecisionSource: Hashable, Sendable {
     case contacts(Int)
     case directory(Int)
+    case calleeContacts(Int)
+    case policy(PolicyRule)
 }
 
-/// Names a label without copying it: either a label inside a directory
-/// file's mapping or a contact's name. `ScreeningSet.withLabel` reads it.
+/// Names a label without copying it: a label inside a directory file's
+/// mapping, one from a directory's journal, a contact's name, or a policy's
+/// label. `ScreeningSet.withLabel` reads it.
 public enum LabelReference: Equatable, Sendable {
     case directory(index: Int, label: UInt32)
     case contact(list: Int, name: Int32)
+    case journal(index: Int, label: UInt32)
+    case calleeContact(list: Int, name: Int32)
+    case policy(PolicyRule)
 }
 
 /// The outcome of screening one caller. A small value with no heap storage,
@@ -36,24 +45,36 @@ public struct Decision: Equatable, Sendable {
     public var verdict: Verdict
     /// The caller in E.164 form; nil for anonymous and invalid callers.
     public var number: PhoneNumber?
-    /// The label to show: the contact's name, or the label of the
-    /// highest-priority directory that identifies the number.
+    /// The label to show: the contact's name, the label of the
+    /// highest-priority directory that identifies the number, or a policy's.
     public var label: LabelReference?
-    /// The list that decided the verdict: the contacts list, the
-    /// highest-priority directory that blocks, or the one that identifies.
+    /// What decided the verdict: the contacts list, the highest-priority
+    /// directory that blocks, or the one that identifies, or a policy.
     public var source: DecisionSource?
     /// The directory entry that decided: the exact number or the prefix rule.
     public var match: NumberPattern?
     /// Why an invalid caller is invalid.
     public var invalidReason: InvalidNumber?
+    /// The journal record behind `match`, when the entry comes from the
+    /// directory's journal rather than its file (`lookupd add`).
+    public var journalRecord: UInt64?
+    /// The caller policy that decided or changed the outcome.
+    public var policy: PolicyRule?
+    /// A directory that knows the number but was outside its `active=`
+    /// window, so it had no say (the highest-priority one).
+    public var inactiveDirectory: Int?
 
     public init(verdict: Verdict, number: PhoneNumber? = nil, label: LabelReference? = nil,
-                source: DecisionSource? = nil, match: NumberPattern? = nil, invalidReason: InvalidNumber? = nil) {
+                source: DecisionSource? = nil, match: NumberPattern? = nil, invalidReason: InvalidNumber? = nil,
+                journalRecord: UInt64? = nil, policy: PolicyRule? = nil, inactiveDirectory: Int? = nil) {
         self.verdict = verdict
         self.number = number
         self.label = label
         self.source = source
         self.match = match
         self.invalidReason = invalidReason
+        self.journalRecord = journalRecord
+        self.policy = policy
+        self.inactiveDirectory = inactiveDirectory
     }
 }

@@ -1,87 +1,217 @@
 import Directory
 
-/// A directory in the screening chain, with the name decisions report.
-public struct ScreeningDirectory: Sendable {
-    public let name: String
-    public let file: DirectoryFile
-
-    public init(name: String, file: DirectoryFile) {
-        self.name = name
-        self.file = file
-    }
-}
-
-/// The decision chain over one consistent set of lists: contacts first,
-/// then the directories in the operator's priority order.
+/// The decision chain over one consistent set of lists and rules.
 ///
-/// Rules (CallKit's, applied to several providers):
-/// - a contact is never blocked and is labelled with the contact's name;
-/// - a number is blocked if any directory blocks it (the source named is the
-///   highest-priority directory that blocks);
-/// - its label comes from the highest-priority directory that identifies it;
-/// - within one directory an exact entry beats a prefix rule and a longer
-///   prefix beats a shorter one (the directory's own lookup does that).
+/// Order:
+/// 1. a caller on the bypass list is not screened at all;
+/// 2. a withheld identity goes to the `anonymous-callers` policy, a caller
+///    that is not a telephone number (empty, too short, all zeros, letters)
+///    to `invalid-callers`;
+/// 3. contacts: the callee's own (`contacts-dir`), then the global lists;
+///    a contact is never blocked and is labelled with the contact's name
+///    (unless its STIR/SHAKEN validation failed and the configuration says
+///    not to trust contacts then);
+/// 4. the directories in the operator's priority order (each one's journal
+///    on top of its file, directories outside their `active=` window
+///    skipped): a number is blocked if any directory blocks it (the source
+///    named is the highest-priority directory that blocks); its label comes
+///    from the highest-priority directory that identifies it; within one
+///    directory an exact entry beats a prefix rule and a longer prefix beats
+///    a shorter one;
+/// 5. `Privacy: id` turns anything not blocked into a withheld caller;
+/// 6. the `verstat-failed` / `verstat-no-validation` policies for callers
+///    neither blocked nor contacts.
 ///
 /// Pure logic over immutable inputs: any number of threads may call
-/// `decide` at once. A reload builds a new set and swaps it in; requests
-/// holding the old one finish on it.
+/// `decide` at once. A reload or a journal update builds a new set and
+/// swaps it in; requests holding the old one finish on it.
 public final class ScreeningSet: Sendable {
     public let normalizer: NumberNormalizer
     public let contacts: [ContactList]
     public let directories: [ScreeningDirectory]
+    public let calleeContacts: CalleeContacts
+    public let policies: CallerPolicies
+    /// Some directory or policy has time windows: callers should pass the time.
+    public let usesTime: Bool
 
-    public init(normalizer: NumberNormalizer, contacts: [ContactList], directories: [ScreeningDirectory]) {
+    public init(normalizer: NumberNormalizer, contacts: [ContactList], directories: [ScreeningDirectory],
+                calleeContacts: CalleeContacts = .none, policies: CallerPolicies = CallerPolicies()) {
         self.normalizer = normalizer
         self.contacts = contacts
         self.directories = directories
+        self.calleeContacts = calleeContacts
+        self.policies = policies
+        self.usesTime = policies.usesTime || directories.contains { $0.active != nil }
     }
 
-    /// Screens a caller identity given as text (number or URI).
+    /// The same set with directory `index` replaced (a journal update or a
+    /// compacted file); everything else is shared.
+    public func replacing(directory index: Int, with directory: ScreeningDirectory) -> ScreeningSet {
+        var directories = self.directories
+        directories[index] = directory
+        return ScreeningSet(normalizer: normalizer, contacts: contacts, directories: directories,
+                            calleeContacts: calleeContacts, policies: policies)
+    }
+
+    // MARK: - Deciding
+
+    /// Screens a caller identity given as text (number or URI), without call context.
     public func decide(identity: String) -> Decision {
-        decide(normalizer.normalize(identity))
+        var identity = identity
+        return identity.withUTF8 { decide(caller: UnsafeRawBufferPointer($0), context: CallContext()) }
     }
 
     public func decide(identity: UnsafeRawBufferPointer) -> Decision {
-        decide(normalizer.normalize(bytes: identity))
+        decide(caller: identity, context: CallContext())
+    }
+
+    public func decide(caller: String?, context: CallContext) -> Decision {
+        guard var caller else { return decide(caller: nil as UnsafeRawBufferPointer?, context: context) }
+        return caller.withUTF8 { decide(caller: UnsafeRawBufferPointer($0), context: context) }
+    }
+
+    /// Screens one call. `caller` is the identity (a number, or the user
+    /// part or whole of a URI); nil when the identity has no user part at
+    /// all (`sip:anonymous.invalid`), which counts as withheld.
+    public func decide(caller: UnsafeRawBufferPointer?, context: CallContext) -> Decision {
+        guard let caller else { return withheld(context, isContact: false) }
+        let normalized: NormalizedNumber = ScreeningSet.isBlank(caller) ? .invalid(.empty) : normalizer.normalize(bytes: caller)
+        if !policies.bypass.isEmpty,
+           policies.bypass.matches(dialled: normalizer.dialledDigits(bytes: caller), number: normalized.number) {
+            return Decision(verdict: .bypassed, number: normalized.number, source: .policy(.bypass), policy: .bypass)
+        }
+        switch normalized {
+        case .anonymous: return withheld(context, isContact: false)
+        case .invalid(let reason): return invalidCaller(reason, context)
+        case .number(let number): return decide(number, context: context)
+        }
     }
 
     public func decide(_ caller: NormalizedNumber) -> Decision {
         switch caller {
-        case .anonymous:
-            return Decision(verdict: .anonymous)
-        case .invalid(let reason):
-            return Decision(verdict: .invalid, invalidReason: reason)
-        case .number(let number):
-            return decide(number)
+        case .anonymous: return withheld(CallContext(), isContact: false)
+        case .invalid(let reason): return invalidCaller(reason, CallContext())
+        case .number(let number): return decide(number, context: CallContext())
         }
     }
 
     public func decide(_ number: PhoneNumber) -> Decision {
-        for (i, list) in contacts.enumerated() {
-            if let name = list.lookup(number) {
-                return Decision(verdict: .contact, number: number, label: .contact(list: i, name: name),
-                                source: .contacts(i), match: .exact(number))
+        decide(number, context: CallContext())
+    }
+
+    public func decide(_ number: PhoneNumber, context: CallContext) -> Decision {
+        var contact: (source: DecisionSource, label: LabelReference)? = nil
+        if let list = calleeContacts.list(for: context.callee, normalizer: normalizer),
+           let name = calleeContacts.lists[list].lookup(number) {
+            contact = (.calleeContacts(list), .calleeContact(list: list, name: name))
+        } else {
+            for (i, list) in contacts.enumerated() {
+                if let name = list.lookup(number) {
+                    contact = (.contacts(i), .contact(list: i, name: name))
+                    break
+                }
             }
         }
-        var blocking: (index: Int, match: NumberPattern)? = nil
-        var labelling: (index: Int, label: UInt32, match: NumberPattern)? = nil
+        var distrusted = false
+        if contact != nil, context.verstat == .failed, policies.distrustContactsOnFailedValidation {
+            contact = nil
+            distrusted = true
+        }
+        if let contact {
+            if context.privacy { return withheld(context, isContact: true) }
+            return Decision(verdict: .contact, number: number, label: contact.label, source: contact.source, match: .exact(number))
+        }
+
+        var blocking: (index: Int, hit: DirectoryHit)? = nil
+        var labelling: (index: Int, hit: DirectoryHit)? = nil
+        var inactive: Int? = nil
         for (i, directory) in directories.enumerated() {
-            guard let entry = directory.file.lookup(number) else { continue }
-            if entry.blocked, blocking == nil { blocking = (i, entry.match) }
-            if let label = entry.label, labelling == nil { labelling = (i, label, entry.match) }
+            if let active = directory.active, let time = context.time, !active.contains(time) {
+                if inactive == nil, directory.lookup(number, index: i) != nil { inactive = i }
+                continue
+            }
+            guard let hit = directory.lookup(number, index: i) else { continue }
+            if hit.blocked, blocking == nil { blocking = (i, hit) }
+            if hit.label != nil, labelling == nil { labelling = (i, hit) }
             if blocking != nil, labelling != nil { break }
         }
-        let label = labelling.map { LabelReference.directory(index: $0.index, label: $0.label) }
+        let policy: PolicyRule? = distrusted ? .contactDistrusted : nil
         if let blocking {
-            return Decision(verdict: .blocked, number: number, label: label,
-                            source: .directory(blocking.index), match: blocking.match)
+            return Decision(verdict: .blocked, number: number, label: labelling?.hit.label, source: .directory(blocking.index),
+                            match: blocking.hit.match, journalRecord: blocking.hit.record, policy: policy, inactiveDirectory: inactive)
         }
+        // RFC 3325 Privacy: id asks that the callee not learn who calls:
+        // no label, treated as withheld. It is no shield against a block,
+        // or every spammer would send it.
+        if context.privacy { return withheld(context, isContact: false) }
+        var decision: Decision
         if let labelling {
-            return Decision(verdict: .identified, number: number, label: label,
-                            source: .directory(labelling.index), match: labelling.match)
+            decision = Decision(verdict: .identified, number: number, label: labelling.hit.label, source: .directory(labelling.index),
+                                match: labelling.hit.match, journalRecord: labelling.hit.record, policy: policy, inactiveDirectory: inactive)
+        } else {
+            decision = Decision(verdict: .unknown, number: number, policy: policy, inactiveDirectory: inactive)
         }
-        return Decision(verdict: .unknown, number: number)
+        switch context.verstat {
+        case .failed:
+            // A failed validation means the number may be spoofed: the
+            // label of the number it claims would mislead, so a policy
+            // label replaces it.
+            applyVerification(policies.verstatFailed, .verstatFailed, replacingLabel: true, to: &decision, context)
+        case .noValidation:
+            applyVerification(policies.verstatNoValidation, .verstatNoValidation, replacingLabel: false, to: &decision, context)
+        case .absent, .passed, .other:
+            break
+        }
+        return decision
     }
+
+    private func applyVerification(_ setting: PolicySetting, _ rule: PolicyRule, replacingLabel: Bool,
+                                   to decision: inout Decision, _ context: CallContext) {
+        switch setting.effective(at: context.time) {
+        case .allow:
+            break
+        case .label:
+            guard replacingLabel || decision.label == nil else { return }
+            decision.label = .policy(rule)
+            decision.source = .policy(rule)
+            decision.policy = rule
+        case .block:
+            decision = Decision(verdict: .blocked, number: decision.number, source: .policy(rule), policy: rule,
+                                inactiveDirectory: decision.inactiveDirectory)
+        }
+    }
+
+    /// A withheld identity (or `Privacy: id`): the anonymous-callers policy.
+    /// A contact asking for privacy is never blocked by it.
+    private func withheld(_ context: CallContext, isContact: Bool) -> Decision {
+        switch policies.anonymous.effective(at: context.time) {
+        case .allow:
+            return Decision(verdict: .anonymous)
+        case .label:
+            return Decision(verdict: .anonymous, label: .policy(.anonymous), source: .policy(.anonymous), policy: .anonymous)
+        case .block:
+            if isContact { return Decision(verdict: .anonymous) }
+            return Decision(verdict: .blocked, source: .policy(.anonymous), policy: .anonymous)
+        }
+    }
+
+    private func invalidCaller(_ reason: InvalidNumber, _ context: CallContext) -> Decision {
+        switch policies.invalid.effective(at: context.time) {
+        case .allow:
+            return Decision(verdict: .invalid, invalidReason: reason)
+        case .label:
+            return Decision(verdict: .invalid, label: .policy(.invalid), source: .policy(.invalid), invalidReason: reason, policy: .invalid)
+        case .block:
+            return Decision(verdict: .blocked, source: .policy(.invalid), invalidReason: reason, policy: .invalid)
+        }
+    }
+
+    static func isBlank(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        for c in bytes where c != 0x20 && c != 0x09 && c != 0x0D && c != 0x0A { return false }
+        return true
+    }
+
+    // MARK: - Reading decisions
 
     /// Reads a label without copying it. The bytes are valid only inside `body`.
     public func withLabel<R>(_ reference: LabelReference, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
@@ -90,6 +220,13 @@ public final class ScreeningSet: Sendable {
             return try body(directories[index].file.labelBytes(label))
         case .contact(let list, let name):
             return try contacts[list].withName(name, body)
+        case .journal(let index, let label):
+            return try directories[index].overlay.labelBytes(label, body)
+        case .calleeContact(let list, let name):
+            return try calleeContacts.lists[list].withName(name, body)
+        case .policy(let rule):
+            if case .label(let text)? = policies.setting(rule)?.action { return try text.withUnsafeBytes(body) }
+            return try body(UnsafeRawBufferPointer(start: nil, count: 0))
         }
     }
 
@@ -97,11 +234,14 @@ public final class ScreeningSet: Sendable {
         withLabel(reference) { String(decoding: $0, as: UTF8.self) }
     }
 
-    /// The configured name of a decision's source.
+    /// The configured name of a decision's source: a contacts file, a
+    /// directory's name, `policy:KEY`.
     public func sourceName(_ source: DecisionSource) -> String {
         switch source {
         case .contacts(let i): return contacts[i].name
         case .directory(let i): return directories[i].name
+        case .calleeContacts(let i): return calleeContacts.lists[i].name
+        case .policy(let rule): return "policy:" + rule.rawValue
         }
     }
 }

@@ -42,14 +42,18 @@ let inspectCommand = Command(
     name: "inspect",
     summary: "show a directory file's header, counts and checksum state",
     usage: """
-    Usage: lookupd inspect [--json] FILE
+    Usage: lookupd inspect [--json] [--config FILE] FILE
 
     Prints the header of a directory file (format version, directory version,
-    counts, section offsets) and whether its content checksum matches.
+    counts, section offsets) and whether its content checksum matches. For a
+    file that feeds install into (or its .previous), also each feed's
+    version, entry count and install time from its state file.
 
     Options:
-      --json       print one JSON object
-      -h, --help   this text
+      --json         print one JSON object
+      --config FILE  the configuration naming the feeds (default: $LOOKUPD_CONFIG,
+                     else \(ConfigLocation.defaultPath) if it exists)
+      -h, --help     this text
 
     Exit status: 0 when the file is sound, 1 when it cannot be read or its
     content is damaged, 2 usage error.
@@ -59,7 +63,7 @@ let inspectCommand = Command(
 )
 
 private func runInspect(_ raw: [String]) throws -> Int32 {
-    let args = try Arguments(raw, valued: [], flags: ["json"])
+    let args = try Arguments(raw, valued: ["config"], flags: ["json"])
     if args.flag("help") { return printUsage(inspectCommand) }
     guard args.positionals.count == 1 else { throw UsageError("give one FILE") }
     let path = args.positionals[0]
@@ -68,6 +72,7 @@ private func runInspect(_ raw: [String]) throws -> Int32 {
     let h = file.header
     var problem: String? = nil
     do { try file.verify() } catch { problem = "\(error)" }
+    let feeds = try feedSummaries(installedInto: path, explicitConfig: try args.value("config"))
     var lengths: [Int] = []
     for l in 1...15 where h.prefixLengthMask & (1 << UInt32(l)) != 0 { lengths.append(l) }
     var out = OutputBuffer(fd: 1)
@@ -79,9 +84,11 @@ private func runInspect(_ raw: [String]) throws -> Int32 {
         out.append(",\"blocking\":\(h.blockedCount),\"identifying\":\(h.identifiedCount)")
         out.append(",\"prefix_lengths\":[\(lengths.map(String.init).joined(separator: ","))]")
         out.append(",\"content_checksum\":\"\(hex(h.contentChecksum))\",\"header_checksum\":\"\(hex(h.headerChecksum))\"")
+        out.append(",\"journal_id\":\"\(hex(h.journalID))\",\"journal_sequence\":\(h.journalSequence)")
         out.append(",\"content\":")
         out.appendJSONString(problem == nil ? "ok" : "damaged")
         if let problem { out.append(",\"problem\":"); out.appendJSONString(problem) }
+        appendFeedsJSON(&out, feeds)
         out.append("}\n")
     } else {
         out.append("""
@@ -94,12 +101,14 @@ private func runInspect(_ raw: [String]) throws -> Int32 {
         labels:             \(h.labelCount)
         blocking entries:   \(h.blockedCount)
         identifying:        \(h.identifiedCount)
+        journal merged:     \(h.journalID == 0 ? "none" : "records through \(h.journalSequence) of journal \(hex(h.journalID))")
         sections:           keys @\(h.keysOffset), values @\(h.valuesOffset), prefixes @\(h.prefixesOffset), label index @\(h.labelIndexOffset), label data @\(h.labelDataOffset) (\(h.labelDataSize) bytes)
         header checksum:    \(hex(h.headerChecksum)) (ok)
         content checksum:   \(hex(h.contentChecksum)) (\(problem == nil ? "ok" : "DAMAGED"))
 
         """)
         if let problem { out.append("problem:            \(problem)\n") }
+        appendFeedsText(&out, feeds)
     }
     out.flush()
     return problem == nil ? 0 : 1

@@ -10,14 +10,20 @@ let queryCommand = Command(
     Usage: lookupd query [OPTIONS] NUMBER...
            lookupd query [OPTIONS] -          (numbers from standard input, one per line)
 
-    Screens each number as the daemon does: contacts first, then the configured
-    directories in priority order. One answer per number, in input order:
+    Screens each number as the daemon does: bypass list and caller policies,
+    contacts (the callee's, then the global ones), then the configured
+    directories in priority order, each with its journal (lookupd add and
+    remove) on top. One answer per number, in input order:
 
       INPUT <tab> NUMBER <tab> VERDICT <tab> LABEL <tab> SOURCE <tab> DETAIL
 
     NUMBER is E.164 with '+'; VERDICT is blocked, identified, contact, unknown,
-    anonymous or invalid; DETAIL names the entry that decided (exact or the
-    prefix rule) or why a number is invalid; '-' marks an empty field.
+    anonymous, invalid or bypassed; SOURCE is the directory (its name), the
+    contacts file or policy:KEY that decided; DETAIL names the entry that
+    decided (exact or the prefix rule, and the journal record when it came
+    from lookupd add), the policy, or why a number is invalid; '-' marks an
+    empty field. A false positive is undone with
+    lookupd remove MATCH --from SOURCE.
     NUMBER may be written in any common form: +8613800138000, 008613800138000,
     013800138000, 13800138000, "+86 138-0013-8000", tel: or sip: URIs.
 
@@ -27,8 +33,14 @@ let queryCommand = Command(
                            (repeatable, in priority order)
       --contacts PATH      contacts list to use instead of the configured ones
                            (repeatable)
+      --callee USER        the callee (Request-URI user) for per-callee contacts
+      --verstat VALUE      the caller's STIR/SHAKEN verstat (TN-Validation-Passed,
+                           TN-Validation-Failed, No-TN-Validation)
+      --at "DAY HH:MM"     the time for active= windows (default: now, in the
+                           configured time-zone)
       --json               one JSON object per number (fields input, number,
-                           verdict, label, source, match, reason)
+                           verdict, label, source, match, reason, record,
+                           policy, inactive)
     \(PlanOptions.help)
       -h, --help           this text
 
@@ -40,7 +52,7 @@ let queryCommand = Command(
 )
 
 private func runQuery(_ raw: [String]) throws -> Int32 {
-    let args = try Arguments(raw, valued: Set(["config", "directory", "contacts"]).union(PlanOptions.names), flags: ["json"])
+    let args = try Arguments(raw, valued: Set(["config", "directory", "contacts", "callee", "verstat", "at"]).union(PlanOptions.names), flags: ["json"])
     if args.flag("help") {
         var out = OutputBuffer(fd: 1)
         out.append(queryCommand.usage)
@@ -66,7 +78,22 @@ private func runQuery(_ raw: [String]) throws -> Int32 {
     }
     for warning in loaded.warnings { printError("warning: \(warning)") }
 
-    var printer = AnswerPrinter(set: loaded.set, json: args.flag("json"))
+    var at: LocalTime? = nil
+    if let text = try args.value("at") {
+        guard let parsed = LocalTime.parse(text) else { throw UsageError("--at expects a day and a time, e.g. \"Mon 19:30\"") }
+        at = parsed
+    }
+    var verstat = Verstat.absent
+    if let text = try args.value("verstat") {
+        verstat = Verstat(text)
+        guard verstat != .other else { throw UsageError("--verstat expects TN-Validation-Passed, TN-Validation-Failed or No-TN-Validation") }
+    }
+    if loaded.set.usesTime && at == nil {
+        ZoneClock.activate(config.timeZone)
+        at = ZoneClock(zone: config.timeZone).now()
+    }
+    var printer = AnswerPrinter(set: loaded.set, json: args.flag("json"), callee: try args.value("callee") ?? "",
+                                verstat: verstat, time: at)
     if args.positionals == ["-"] {
         printer.screenStandardInput()
     } else {
@@ -86,13 +113,21 @@ struct AnswerPrinter {
     let json: Bool
     var out = OutputBuffer(fd: 1)
     private let sourceNames: [DecisionSource: [UInt8]]
+    private let callee: [UInt8]
+    private let verstat: Verstat
+    private let time: LocalTime?
 
-    init(set: ScreeningSet, json: Bool) {
+    init(set: ScreeningSet, json: Bool, callee: String = "", verstat: Verstat = .absent, time: LocalTime? = nil) {
         self.set = set
         self.json = json
+        self.callee = Array(callee.utf8)
+        self.verstat = verstat
+        self.time = time
         var names: [DecisionSource: [UInt8]] = [:]
         for i in set.contacts.indices { names[.contacts(i)] = Array(set.contacts[i].name.utf8) }
         for i in set.directories.indices { names[.directory(i)] = Array(set.directories[i].name.utf8) }
+        for i in set.calleeContacts.lists.indices { names[.calleeContacts(i)] = Array(set.calleeContacts.lists[i].name.utf8) }
+        for rule in PolicyRule.allCases { names[.policy(rule)] = Array(set.sourceName(.policy(rule)).utf8) }
         self.sourceNames = names
     }
 
@@ -128,7 +163,9 @@ struct AnswerPrinter {
     }
 
     mutating func screen(_ input: UnsafeRawBufferPointer) {
-        let decision = set.decide(identity: input)
+        let decision = callee.withUnsafeBytes { callee in
+            set.decide(caller: input, context: CallContext(callee: callee, verstat: verstat, time: time))
+        }
         if json { printJSON(input, decision) } else { printText(input, decision) }
     }
 
@@ -182,15 +219,27 @@ struct AnswerPrinter {
         if let match = d.match { out.append("\"\(match)\"") } else { out.append("null") }
         out.append(",\"reason\":")
         if let reason = d.invalidReason { out.appendJSONString(reason.description) } else { out.append("null") }
+        out.append(",\"record\":")
+        out.append(d.journalRecord.map { String($0) } ?? "null")
+        out.append(",\"policy\":")
+        if let policy = d.policy { out.appendJSONString(policy.rawValue) } else { out.append("null") }
+        out.append(",\"inactive\":")
+        if let inactive = d.inactiveDirectory { out.appendJSONString(set.directories[inactive].name) } else { out.append("null") }
         out.append("}\n")
     }
 
     private func detail(_ d: Decision) -> String? {
-        if let reason = d.invalidReason { return reason.description }
+        var parts: [String] = []
+        if let reason = d.invalidReason { parts.append(reason.description) }
         switch d.match {
-        case .exact?: return d.verdict == .contact ? "contact" : "exact"
-        case .prefix(let p)?: return "prefix \(p)"
-        case nil: return nil
+        case .exact?: parts.append(d.verdict == .contact ? "contact" : "exact")
+        case .prefix(let p)?: parts.append("prefix \(p)")
+        case nil: break
         }
+        if let record = d.journalRecord { parts.append("journal record \(record)") }
+        if let policy = d.policy, d.source != .policy(policy) { parts.append("policy \(policy)") }
+        if d.verdict == .bypassed { parts.append("bypass list") }
+        if let inactive = d.inactiveDirectory { parts.append("\(set.directories[inactive].name) outside its active window") }
+        return parts.isEmpty ? nil : parts.joined(separator: ", ")
     }
 }

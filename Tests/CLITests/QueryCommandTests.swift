@@ -44,7 +44,7 @@ final class QueryCommandTests: CLITestCase {
             "+8613900000000\t+8613900000000\tunknown\t-\t-\t-",
             "anonymous\t-\tanonymous\t-\t-\t-",
             "101\t-\tinvalid\t-\t-\t3 digits is too short for a telephone number (an internal extension or service code?)",
-            "-\t-\tanonymous\t-\t-\t-",
+            "-\t-\tinvalid\t-\t-\tempty caller number",
             "abc\t-\tinvalid\t-\t-\tcontains letters",
         ])
     }
@@ -69,7 +69,8 @@ final class QueryCommandTests: CLITestCase {
         // Quotes and backslashes in the input and in labels are escaped, not broken.
         XCTAssertEqual(row(6), [tricky, "+8613812345678", "identified", "Pizza \"Palace\", Haidian", "operator", "+8613812345678", "null"])
         XCTAssertEqual(row(7), ["+86\t138 0013 8000", "+8613800138000", "blocked", "Fraud Risk", "operator", "+8613800138000", "null"])
-        XCTAssertTrue(answers.allSatisfy { $0.count == 7 }, "exactly the documented fields")
+        XCTAssertTrue(answers.allSatisfy { $0.count == 10 }, "exactly the documented fields")
+        XCTAssertTrue(answers.allSatisfy { field($0, "record") == "null" && field($0, "policy") == "null" && field($0, "inactive") == "null" })
     }
 
     func testStandardInputIsAnsweredInOrder() throws {
@@ -100,7 +101,7 @@ final class QueryCommandTests: CLITestCase {
         }
         XCTAssertEqual(byInput["013800138000"], "+8613800138000|blocked|Fraud Risk|operator")
         XCTAssertEqual(byInput["sip:+8613500000000@h"], "+8613500000000|blocked|Courier|operator")
-        XCTAssertEqual(byInput[""], "null|anonymous|null|null")
+        XCTAssertEqual(byInput[""], "null|invalid|null|null", "an empty caller number is invalid (invalid-callers)")
 
         // Text answers from standard input match positional ones.
         let text = try lookupd(["query", "--config", config, "-"], stdin: Data((kinds.joined(separator: "\n") + "\n").utf8))

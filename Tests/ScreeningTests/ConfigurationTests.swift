@@ -72,6 +72,16 @@ final class ConfigurationTests: XCTestCase {
         log-level = debug
         tcp-max-connections = 100
         tcp-idle-timeout = 30
+        contacts-dir = callees
+        anonymous-callers = label "Withheld Number" active=22:00-07:00
+        invalid-callers = block
+        bypass = 110, 119, 8*
+        bypass = +861012345678
+        verstat-failed = block
+        verstat-no-validation = label
+        verstat-failed-contacts = ignore
+        time-zone = UTC
+        feed = spamco https://feeds.example/spam.csv.gz into=spam.lkd max-shrink=20
         """
         let c = try parse(text)
         XCTAssertEqual(c.directories, [DirectoryConfig(path: "/srv/lookupd/operator.lkd", name: "operator", blockResponse: .rejected),
@@ -171,7 +181,7 @@ final class ConfigurationTests: XCTestCase {
             ("tcp-idle-timeout = 86401", "tcp-idle-timeout: expected seconds from 1 to 86400"),
             ("directory = a.lkd name=", "directory: name= needs a value"),
             ("directory = a.lkd block-response=604", "directory: block-response must be 603, 607, 608 or 603+"),
-            ("directory = a.lkd priority=1", "directory: unknown directory option 'priority' (expected name= or block-response=)"),
+            ("directory = a.lkd priority=1", "directory: unknown directory option 'priority' (expected name=, block-response= or active=)"),
             ("directory = a.lkd spam", "directory: expected key=value after the path, got 'spam'"),
             ("directory = \"a.lkd", "directory: unterminated quote"),
             ("workers", "expected 'key = value'"),

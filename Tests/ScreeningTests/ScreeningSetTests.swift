@@ -118,9 +118,11 @@ final class ScreeningSetTests: XCTestCase {
 
     func testAnonymousAndInvalidCallers() throws {
         let set = try twoDirectories()
-        for identity in ["anonymous", "sip:anonymous@anonymous.invalid", "\"Anonymous\" <sip:anonymous@anonymous.invalid>", "", "restricted"] {
+        for identity in ["anonymous", "sip:anonymous@anonymous.invalid", "\"Anonymous\" <sip:anonymous@anonymous.invalid>", "restricted"] {
             XCTAssertEqual(set.decide(identity: identity), Decision(verdict: .anonymous), identity)
         }
+        // No number at all is an invalid caller number (the invalid-callers policy), not a withheld one.
+        XCTAssertEqual(set.decide(identity: ""), Decision(verdict: .invalid, invalidReason: .empty))
         XCTAssertEqual(set.decide(identity: "abc"), Decision(verdict: .invalid, invalidReason: .letters))
         XCTAssertEqual(set.decide(identity: "sip:1001@pbx"), Decision(verdict: .invalid, invalidReason: .tooShort(digits: 4)))
         XCTAssertEqual(set.decide(identity: "*86"), Decision(verdict: .invalid, invalidReason: .badCharacter("*")))

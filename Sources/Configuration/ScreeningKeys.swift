@@ -1,0 +1,125 @@
+import Directory
+import Glibc
+import Screening
+
+/// The keys for per-callee contacts, caller policies and time windows
+/// (docs/POLICIES.md). Kept apart from the core keys; `ConfigParser.keys`
+/// lists them after those.
+extension ConfigParser {
+    static let screeningKeys: [ConfigKey] = [
+        ConfigKey(name: "contacts-dir", syntax: "PATH", repeatable: false,
+                  summary: "Folder of per-callee contacts: 1001.vcf or 1001.csv holds the contacts of callee 1001 (Request-URI user as sent, or a full number), consulted before the global contacts.") { s, v throws(ValueError) in
+            guard !v.isEmpty else { throw ValueError("expected a path") }
+            s.config.contactsDirectory = s.resolve(v)
+        },
+        ConfigKey(name: "anonymous-callers", syntax: "allow | block | label [TEXT] [active=WINDOWS]", repeatable: false,
+                  summary: "Withheld callers (anonymous, restricted, Privacy: id): let through (default), block, or let through labelled (default label Anonymous).") { s, v throws(ValueError) in
+            s.config.policies.anonymous = try parsePolicy(v, rule: .anonymous)
+        },
+        ConfigKey(name: "invalid-callers", syntax: "allow | block | label [TEXT] [active=WINDOWS]", repeatable: false,
+                  summary: "Callers whose identity is not a number (empty, too short, all zeros, letters): allow (default), block, or label (default label Invalid Number).") { s, v throws(ValueError) in
+            s.config.policies.invalid = try parsePolicy(v, rule: .invalid)
+        },
+        ConfigKey(name: "bypass", syntax: "NUMBER[*][, NUMBER[*]...]", repeatable: true,
+                  summary: "Caller numbers never screened (emergency services, internal extensions): digits as sent (110, 1001), a prefix of them (8*), or with + an E.164 number or prefix.") { s, v throws(ValueError) in
+            let items = v.split(whereSeparator: { $0 == "," || $0 == " " || $0 == "\t" }).map(String.init)
+            guard !items.isEmpty else { throw ValueError("expected at least one number") }
+            for item in items {
+                if let problem = BypassList.syntaxProblem(item) { throw ValueError(problem) }
+            }
+            s.config.bypass += items
+        },
+        ConfigKey(name: "verstat-failed", syntax: "allow | block | label [TEXT] [active=WINDOWS]", repeatable: false,
+                  summary: "Callers whose STIR/SHAKEN verstat is TN-Validation-Failed: allow (default), block, or label (default Unverified; it replaces a directory's label, which a spoofer would borrow).") { s, v throws(ValueError) in
+            s.config.policies.verstatFailed = try parsePolicy(v, rule: .verstatFailed)
+        },
+        ConfigKey(name: "verstat-no-validation", syntax: "allow | block | label [TEXT] [active=WINDOWS]", repeatable: false,
+                  summary: "Callers whose verstat is No-TN-Validation: allow (default), block, or label when no directory labels them (default Unverified).") { s, v throws(ValueError) in
+            s.config.policies.verstatNoValidation = try parsePolicy(v, rule: .verstatNoValidation)
+        },
+        ConfigKey(name: "verstat-failed-contacts", syntax: "trust | ignore", repeatable: false,
+                  summary: "Whether a contact match counts for a caller whose validation failed (default trust; ignore: the directories decide).") { s, v throws(ValueError) in
+            switch v {
+            case "trust": s.config.policies.distrustContactsOnFailedValidation = false
+            case "ignore": s.config.policies.distrustContactsOnFailedValidation = true
+            default: throw ValueError("expected trust or ignore")
+            }
+        },
+        ConfigKey(name: "time-zone", syntax: "ZONE", repeatable: false,
+                  summary: "Time zone of active= windows, e.g. Asia/Shanghai or UTC (default: the system's).") { s, v throws(ValueError) in
+            guard isTimeZone(v) else {
+                throw ValueError("unknown time zone '\(v)' (expected a name from /usr/share/zoneinfo such as Asia/Shanghai, or UTC)")
+            }
+            s.config.timeZone = v
+        },
+    ]
+
+    /// `allow`, `block`, `label [TEXT]`, then options (`active=`).
+    static func parsePolicy(_ value: String, rule: PolicyRule) throws(ValueError) -> PolicySetting {
+        var words = try splitWords(value)
+        guard !words.isEmpty else { throw ValueError("expected allow, block or label") }
+        var setting = PolicySetting()
+        switch words.removeFirst() {
+        case "allow": setting.action = .allow
+        case "block": setting.action = .block
+        case "label":
+            var text = CallerPolicies.defaultLabel(rule)
+            if let first = words.first, !first.hasPrefix("active=") {
+                text = words.removeFirst()
+            }
+            if let problem = LabelRules.problem(text) { throw ValueError("bad label: \(problem)") }
+            setting.action = .label(Array(text.utf8))
+        default:
+            throw ValueError("expected allow, block or label [TEXT]")
+        }
+        for word in words {
+            guard word.hasPrefix("active=") else { throw ValueError("unexpected '\(word)' (a label with spaces needs quotes; options: active=)") }
+            setting.active = try parseActive(String(word.dropFirst("active=".count)))
+        }
+        return setting
+    }
+
+    static func parseActive(_ text: String) throws(ValueError) -> ActiveWindows {
+        switch ActiveWindows.parse(text) {
+        case .success(let windows): return windows
+        case .failure(let error): throw ValueError("active=: \(error)")
+        }
+    }
+
+    /// A zone glibc can load: a file under the zoneinfo folder, or a POSIX
+    /// TZ string such as `CST-8`. An unknown name would silently mean UTC.
+    static func isTimeZone(_ zone: String) -> Bool {
+        guard !zone.isEmpty, !zone.contains(".."), zone.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return false }
+        if zone == "UTC" || zone == "GMT" { return true }
+        var folder = "/usr/share/zoneinfo"
+        if let env = getenv("TZDIR"), env.pointee != 0 { folder = String(cString: env) }
+        var st = stat()
+        if !zone.hasPrefix("/"), stat(folder + "/" + zone, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG { return true }
+        // POSIX form: a name of 3+ letters (or <...>) followed by an offset.
+        var i = zone.startIndex
+        var letters = 0
+        if zone.first == "<" {
+            guard let close = zone.firstIndex(of: ">") else { return false }
+            i = zone.index(after: close)
+            letters = 3
+        } else {
+            while i < zone.endIndex, zone[i].isLetter { letters += 1; i = zone.index(after: i) }
+        }
+        guard letters >= 3, i < zone.endIndex else { return false }
+        let c = zone[i]
+        return c == "+" || c == "-" || c.isNumber
+    }
+
+    /// Settles what needs the whole file: the bypass list reads numbers
+    /// under the numbering plan, which may be set on any line.
+    static func finishScreening(_ s: inout State, seen: [String: Int], path: String) throws(Diagnostic) {
+        let normalizer = NumberNormalizer(plan: s.config.plan)
+        var bypass = BypassList()
+        for item in s.config.bypass {
+            if let problem = bypass.add(item, normalizer: normalizer) {
+                throw Diagnostic(file: path, line: seen["bypass"] ?? 0, message: "bypass: \(problem)")
+            }
+        }
+        s.config.policies.bypass = bypass
+    }
+}

@@ -1,0 +1,136 @@
+import Configuration
+import Directory
+import Glibc
+import Screening
+
+/// Brings `lookupd add` / `remove` / `compact` into the running daemon
+/// without a reload: polled from the control loop, it reads only what each
+/// journal gained, builds a new immutable overlay for that directory and
+/// hands back a new set to swap in (workers pick it up at their next batch,
+/// never waiting).
+///
+/// A directory file replaced on disk is picked up the same way when it is
+/// a compaction of the journal being followed (its header names that
+/// journal); any other change to a directory file waits for a reload, as
+/// before.
+///
+/// Threading: the control loop's thread only.
+final class JournalWatcher {
+    /// How often the control loop polls: well inside the one second an
+    /// addition may take to reach the answers.
+    static let interval = 0.1
+
+    private struct Tracked {
+        var follower: JournalFollower
+        var config: DirectoryConfig
+        /// The directory file behind the copy in use.
+        var loaded: PrivateDirectoryStore.Identity?
+        /// A changed file already judged (and logged): not looked at again.
+        var judged: PrivateDirectoryStore.Identity?
+        /// The last journal error logged, so that one problem is logged once.
+        var lastError: String?
+    }
+
+    private let logger: Logger
+    private let store: PrivateDirectoryStore
+    private var tracked: [Tracked] = []
+
+    init(logger: Logger, store: PrivateDirectoryStore) {
+        self.logger = logger
+        self.store = store
+    }
+
+    /// Starts following the journals of a freshly loaded set (not yet
+    /// published) and returns it with each journal laid over its
+    /// directory, keeping its generation.
+    func attach(_ set: ServingSet) -> ServingSet {
+        tracked = []
+        var screening = set.screening
+        for (i, config) in set.config.directories.enumerated() {
+            var entry = Tracked(follower: JournalFollower(path: JournalFormat.path(forDirectory: config.path)), config: config,
+                                loaded: store.loadedIdentity(config.path))
+            if let directory = poll(&entry, index: i, screening.directories[i], forced: true) {
+                screening = screening.replacing(directory: i, with: directory)
+            }
+            tracked.append(entry)
+        }
+        return screening === set.screening ? set : ServingSet(generation: set.generation, config: set.config, screening: screening)
+    }
+
+    /// Looks at every journal and directory file; a new set when something
+    /// changed, else nil.
+    func poll(_ set: ServingSet, derive: (ServingSet, ScreeningSet) -> ServingSet) -> ServingSet? {
+        guard tracked.count == set.screening.directories.count else { return nil }
+        var screening = set.screening
+        for i in tracked.indices {
+            if let directory = poll(&tracked[i], index: i, screening.directories[i], forced: false) {
+                screening = screening.replacing(directory: i, with: directory)
+            }
+        }
+        guard screening !== set.screening else { return nil }
+        let next = derive(set, screening)
+        logger.info("journal changes in force as generation \(next.generation): "
+                    + next.screening.directories.map { "\($0.name) +\($0.overlay.count) through record \($0.overlay.lastSequence)" }.joined(separator: ", "))
+        return next
+    }
+
+    /// The directory with its new overlay (and file), or nil when nothing changed.
+    private func poll(_ entry: inout Tracked, index: Int, _ directory: ScreeningDirectory, forced: Bool) -> ScreeningDirectory? {
+        var changed = forced
+        do {
+            let update = try entry.follower.poll()
+            changed = changed || update.changed
+            if let tail = update.newTail {
+                logger.warning("journal \(entry.follower.path): torn last record ignored (\(tail)); the next lookupd add removes it")
+            }
+            entry.lastError = nil
+        } catch {
+            if entry.lastError != error.description {
+                logger.error("journal \(entry.follower.path): \(error); keeping the records read before")
+                entry.lastError = error.description
+            }
+            if !forced { return nil }
+        }
+        var file = directory.file
+        if let replacement = compactedFile(&entry, current: directory.file) {
+            file = replacement
+            changed = true
+        }
+        guard changed else { return nil }
+        let overlay = DirectoryOverlay(journal: entry.follower.state, base: file.header)
+        if !forced, file === directory.file, overlay.journalID == directory.overlay.journalID,
+           overlay.lastSequence == directory.overlay.lastSequence, overlay.mergedThrough == directory.overlay.mergedThrough {
+            return nil
+        }
+        return directory.with(file: file, overlay: overlay)
+    }
+
+    /// The new file when the configured one was replaced by a compaction of
+    /// the journal being followed, verified through a private copy.
+    private func compactedFile(_ entry: inout Tracked, current: DirectoryFile) -> DirectoryFile? {
+        let path = entry.config.path
+        guard let now = PrivateDirectoryStore.currentIdentity(path), now != entry.loaded, now != entry.judged else { return nil }
+        entry.judged = now
+        let header: DirectoryHeader
+        do { header = try DirectoryFile.readHeader(path: path) } catch {
+            logger.warning("\(path) changed on disk and cannot be read (\(error)); still serving the file loaded before")
+            return nil
+        }
+        let journalID = entry.follower.state.journalID
+        let isCompaction = header.journalID != 0 && header.journalID == journalID
+            && (current.header.journalID != journalID || header.journalSequence >= current.header.journalSequence)
+        guard isCompaction else {
+            logger.notice("\(path) changed on disk; it takes effect on the next reload (lookupd reload or SIGHUP)")
+            return nil
+        }
+        do {
+            let file = try store.open(entry.config)
+            entry.loaded = store.loadedIdentity(path)
+            logger.notice("\(path): compacted file in force (journal records through \(file.header.journalSequence) merged, \(file.count) numbers, \(file.prefixRuleCount) prefix rules)")
+            return file
+        } catch {
+            logger.error("\(path): compacted file refused: \(error); still serving the file loaded before")
+            return nil
+        }
+    }
+}

@@ -1,0 +1,292 @@
+import Glibc
+
+/// Constants and encoding of the journal beside a directory file
+/// (`spam.lkd.journal`): the single-entry additions and removals made with
+/// `lookupd add` / `lookupd remove` since the directory was compiled or last
+/// compacted. docs/FORMAT.md ("The journal") is the byte-by-byte
+/// specification; keep the two in step.
+public enum JournalFormat {
+    /// "\x89LKJ\r\n\x1a\n": the directory's magic with J for journal.
+    public static let magic: [UInt8] = [0x89, 0x4C, 0x4B, 0x4A, 0x0D, 0x0A, 0x1A, 0x0A]
+    public static let version: UInt32 = 1
+    public static let headerSize = 40
+    /// A record without its label.
+    static let recordFixedSize = 32
+    /// The longest record: a torn append never leaves more than this after
+    /// the last good record, so a longer tail is damage, not a torn write.
+    public static let maxRecordSize = recordFixedSize + DirectoryFormat.maxLabelBytes
+    static let operationAdd: UInt8 = 1
+    static let operationRemove: UInt8 = 2
+
+    /// Where the journal of the directory file at `path` lives.
+    public static func path(forDirectory path: String) -> String { path + ".journal" }
+
+    static func encodeHeader(journalID: UInt64, baseSequence: UInt64) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: headerSize)
+        bytes.withUnsafeMutableBytes { raw in
+            for i in 0..<8 { raw[i] = magic[i] }
+            raw.storeBytes(of: version.littleEndian, toByteOffset: 8, as: UInt32.self)
+            raw.storeBytes(of: UInt32(headerSize).littleEndian, toByteOffset: 12, as: UInt32.self)
+            raw.storeBytes(of: journalID.littleEndian, toByteOffset: 16, as: UInt64.self)
+            raw.storeBytes(of: baseSequence.littleEndian, toByteOffset: 24, as: UInt64.self)
+            let checksum = XXH64.hash(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(raw)[0..<32]))
+            raw.storeBytes(of: checksum.littleEndian, toByteOffset: 32, as: UInt64.self)
+        }
+        return bytes
+    }
+
+    /// The journal id and base sequence from the first bytes of a journal.
+    static func decodeHeader(_ raw: UnsafeRawBufferPointer, path: String) throws(JournalError) -> (journalID: UInt64, baseSequence: UInt64) {
+        guard raw.count >= 8, raw.prefix(8).elementsEqual(magic) else { throw .notAJournal(path: path) }
+        guard raw.count >= headerSize else { throw .damaged(path: path, offset: 0, bytes: raw.count, reason: "truncated header") }
+        let version = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
+        guard version == self.version else { throw .unsupportedVersion(path: path, version: version) }
+        let checksum = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 32, as: UInt64.self))
+        guard XXH64.hash(UnsafeRawBufferPointer(rebasing: raw[0..<32])) == checksum else {
+            throw .damaged(path: path, offset: 0, bytes: headerSize, reason: "header checksum mismatch")
+        }
+        guard UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 12, as: UInt32.self)) == UInt32(headerSize) else {
+            throw .damaged(path: path, offset: 0, bytes: headerSize, reason: "header size is not \(headerSize)")
+        }
+        let id = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self))
+        guard id != 0 else { throw .damaged(path: path, offset: 0, bytes: headerSize, reason: "journal id is 0") }
+        return (id, UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self)))
+    }
+
+    static func decodeHeader(_ bytes: ArraySlice<UInt8>, path: String) throws(JournalError) -> (journalID: UInt64, baseSequence: UInt64) {
+        let result = bytes.withUnsafeBytes { raw in
+            Result { () throws(JournalError) in try decodeHeader(raw, path: path) }
+        }
+        return try result.get()
+    }
+
+    /// The bytes of one record. The checksum is seeded with the journal id,
+    /// so a record copied from another journal never validates.
+    static func encode(_ record: JournalRecord, journalID: UInt64) -> [UInt8] {
+        var operation = operationRemove
+        var flags: UInt8 = 0
+        var label: [UInt8] = []
+        if case .add(let blocked, let l) = record.operation {
+            operation = operationAdd
+            flags = blocked ? 1 : 0
+            label = l ?? []
+        }
+        let size = recordFixedSize + label.count
+        var bytes = [UInt8](repeating: 0, count: size)
+        bytes.withUnsafeMutableBytes { raw in
+            raw.storeBytes(of: UInt32(size).littleEndian, toByteOffset: 0, as: UInt32.self)
+            raw[4] = operation
+            raw[5] = flags
+            raw.storeBytes(of: UInt16(label.count).littleEndian, toByteOffset: 6, as: UInt16.self)
+            raw.storeBytes(of: record.sequence.littleEndian, toByteOffset: 8, as: UInt64.self)
+            raw.storeBytes(of: record.key.littleEndian, toByteOffset: 16, as: UInt64.self)
+            for (i, b) in label.enumerated() { raw[24 + i] = b }
+            let checksum = XXH64.hash(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(raw)[0..<(24 + label.count)]), seed: journalID)
+            raw.storeBytes(of: checksum.littleEndian, toByteOffset: 24 + label.count, as: UInt64.self)
+        }
+        return bytes
+    }
+
+    /// The tail `bytes` (from the end of the last good record to the end of
+    /// the file), classified.
+    static func tail(_ bytes: UnsafeRawBufferPointer, offset: Int, reason: String) -> JournalTail {
+        var torn: Bool
+        if bytes.count < recordFixedSize {
+            torn = true
+        } else {
+            let size = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt32.self)))
+            let labelLength = Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: 6, as: UInt16.self)))
+            let plausible = labelLength <= DirectoryFormat.maxLabelBytes && size == recordFixedSize + labelLength
+            torn = plausible && bytes.count <= size
+        }
+        // Some file systems show a crashed append as zeros.
+        if !torn, bytes.count <= maxRecordSize, bytes.allSatisfy({ $0 == 0 }) { torn = true }
+        return JournalTail(offset: offset, length: bytes.count, reason: reason, isTorn: torn)
+    }
+
+    /// Where a scan of records stopped.
+    struct ScanEnd {
+        /// Offset just past the last good record.
+        var end: Int
+        var lastSequence: UInt64
+        /// Why the bytes from `end` on were not read as a record; nil when
+        /// the scan reached the end of the bytes.
+        var problem: String?
+    }
+
+    /// Reads the records in `raw` (which starts at file offset `base`) from
+    /// `offset` on, calling `body` for each good one, and stops at the first
+    /// that is incomplete, damaged or out of sequence.
+    static func scan(_ raw: UnsafeRawBufferPointer, base: Int, journalID: UInt64, after sequence: UInt64,
+                     _ body: (JournalRecord) -> Void) -> ScanEnd {
+        var offset = 0
+        var last = sequence
+        while offset < raw.count {
+            let left = raw.count - offset
+            guard left >= recordFixedSize else { return ScanEnd(end: base + offset, lastSequence: last, problem: "incomplete record") }
+            let size = Int(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+            let labelLength = Int(UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 6, as: UInt16.self)))
+            guard labelLength <= DirectoryFormat.maxLabelBytes, size == recordFixedSize + labelLength else {
+                return ScanEnd(end: base + offset, lastSequence: last, problem: "bad record size")
+            }
+            guard left >= size else { return ScanEnd(end: base + offset, lastSequence: last, problem: "incomplete record") }
+            let stored = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 24 + labelLength, as: UInt64.self))
+            let covered = UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + 24 + labelLength)])
+            guard XXH64.hash(covered, seed: journalID) == stored else {
+                return ScanEnd(end: base + offset, lastSequence: last, problem: "record checksum mismatch")
+            }
+            let operation = raw[offset + 4], flags = raw[offset + 5]
+            let recordSequence = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
+            let key = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self))
+            guard recordSequence == last &+ 1 else {
+                return ScanEnd(end: base + offset, lastSequence: last, problem: "sequence \(recordSequence) where \(last &+ 1) was due")
+            }
+            guard JournalRecord.pattern(key: key) != nil else {
+                return ScanEnd(end: base + offset, lastSequence: last, problem: "record \(recordSequence) names no valid number or prefix")
+            }
+            let record: JournalRecord
+            switch operation {
+            case operationAdd:
+                let label: [UInt8]? = labelLength == 0 ? nil : Array(raw[(offset + 24)..<(offset + 24 + labelLength)])
+                let valid = flags & ~1 == 0 && (flags & 1 != 0 || label != nil)
+                    && (label.map { $0.withUnsafeBytes { LabelRules.problem($0) } == nil } ?? true)
+                guard valid else { return ScanEnd(end: base + offset, lastSequence: last, problem: "record \(recordSequence) is not a valid addition") }
+                record = JournalRecord(sequence: recordSequence, key: key, operation: .add(blocked: flags & 1 != 0, label: label))
+            case operationRemove:
+                guard flags == 0, labelLength == 0 else {
+                    return ScanEnd(end: base + offset, lastSequence: last, problem: "record \(recordSequence) is not a valid removal")
+                }
+                record = JournalRecord(sequence: recordSequence, key: key, operation: .remove)
+            default:
+                return ScanEnd(end: base + offset, lastSequence: last, problem: "unknown operation \(operation)")
+            }
+            body(record)
+            last = recordSequence
+            offset += size
+        }
+        return ScanEnd(end: base + offset, lastSequence: last, problem: nil)
+    }
+}
+
+/// What one journal record does.
+public enum JournalOperation: Equatable, Sendable {
+    /// Adds the number or prefix rule, or replaces what the directory says about it.
+    case add(blocked: Bool, label: [UInt8]?)
+    /// Removes the number or prefix rule.
+    case remove
+}
+
+/// One record of a journal.
+public struct JournalRecord: Equatable, Sendable {
+    /// 1, 2, 3, ... within a journal, never reused: what `lookupd query` and
+    /// the call log name, and what a compacted directory says it merged.
+    public var sequence: UInt64
+    /// An exact number's value, or a prefix rule's key (digit count in the
+    /// top byte, as in the directory file): one key space for both.
+    public var key: UInt64
+    public var operation: JournalOperation
+
+    public init(sequence: UInt64, key: UInt64, operation: JournalOperation) {
+        self.sequence = sequence
+        self.key = key
+        self.operation = operation
+    }
+
+    public var pattern: NumberPattern { JournalRecord.pattern(key: key)! }
+
+    public static func key(_ pattern: NumberPattern) -> UInt64 {
+        switch pattern {
+        case .exact(let number): return number.value
+        case .prefix(let prefix): return DirectoryFormat.prefixKey(prefix)
+        }
+    }
+
+    public static func pattern(key: UInt64) -> NumberPattern? {
+        let length = Int(key >> 56)
+        if length == 0 { return PhoneNumber(value: key).map { .exact($0) } }
+        return NumberPrefix(digits: key & ((1 << 56) - 1), length: length).map { .prefix($0) }
+    }
+}
+
+/// Bytes after the last good record of a journal.
+public struct JournalTail: Equatable, Sendable, CustomStringConvertible {
+    public var offset: Int
+    public var length: Int
+    public var reason: String
+
+    /// What an append cut short by a crash leaves: part of one record, or
+    /// one record that did not reach the disk whole. Anything else (bytes
+    /// beyond the record the tail starts with) means the file was damaged.
+    public var isTorn: Bool
+
+    public var description: String {
+        "\(length) byte\(length == 1 ? "" : "s") at offset \(offset) after the last good record (\(reason))"
+    }
+}
+
+/// What a journal says on top of its directory: for every number and
+/// prefix rule it mentions, the latest record (later records replace
+/// earlier ones, so only the latest matters).
+public struct JournalState: Sendable {
+    /// 0 while there is no journal.
+    public internal(set) var journalID: UInt64 = 0
+    /// The sequence number before the journal's first record.
+    public internal(set) var baseSequence: UInt64 = 0
+    public internal(set) var lastSequence: UInt64 = 0
+    public internal(set) var latest: [UInt64: JournalRecord] = [:]
+
+    public init() {}
+
+    /// Records in the journal.
+    public var recordCount: UInt64 { lastSequence - baseSequence }
+
+    mutating func apply(_ record: JournalRecord) {
+        latest[record.key] = record
+        lastSequence = record.sequence
+    }
+
+    /// The last record the directory with this header already contains:
+    /// its merged sequence when it was compacted from this journal, else 0.
+    public func mergedThrough(_ header: DirectoryHeader) -> UInt64 {
+        header.journalID == journalID && journalID != 0 ? header.journalSequence : 0
+    }
+
+    /// The latest records the directory with this header has not merged,
+    /// in ascending key order.
+    public func pending(over header: DirectoryHeader) -> [JournalRecord] {
+        let merged = mergedThrough(header)
+        return latest.values.filter { $0.sequence > merged }.sorted { $0.key < $1.key }
+    }
+}
+
+/// Why a journal could not be read, written or used.
+public enum JournalError: Error, Equatable, Sendable, CustomStringConvertible {
+    case system(path: String, operation: String, errno: Int32)
+    case notAJournal(path: String)
+    case unsupportedVersion(path: String, version: UInt32)
+    /// Damage past what a torn append leaves: not repaired automatically.
+    case damaged(path: String, offset: Int, bytes: Int, reason: String)
+    case directory(DirectoryError)
+    /// `lookupd remove` of something neither the directory nor its journal holds.
+    case notPresent(directory: String, pattern: NumberPattern)
+    case invalid(String)
+
+    public var description: String {
+        switch self {
+        case .system(let path, let operation, let code):
+            return "\(path): cannot \(operation): \(String(cString: strerror(code)))"
+        case .notAJournal(let path):
+            return "\(path): not a lookupd journal (bad magic number)"
+        case .unsupportedVersion(let path, let version):
+            return "\(path): unsupported journal format version \(version) (this lookupd reads version \(JournalFormat.version))"
+        case .damaged(let path, let offset, let bytes, let reason):
+            return "\(path): damaged journal: \(reason) (\(bytes) bytes at offset \(offset)); the records before it are intact — move the file aside to discard the rest"
+        case .directory(let error):
+            return error.description
+        case .notPresent(let directory, let pattern):
+            return "\(pattern) is not in \(directory) or its journal"
+        case .invalid(let message):
+            return message
+        }
+    }
+}

@@ -1,0 +1,176 @@
+import Directory
+
+/// The journal records a directory file has not merged, ready for lookups:
+/// what `lookupd add` and `lookupd remove` changed since the file was
+/// compiled or compacted.
+///
+/// Precedence, the same as compaction produces: for a number or prefix rule
+/// the journal mentions, its latest record replaces the file's entry (an
+/// addition wins over the file; a removal hides the file's exact entry or
+/// prefix rule); the usual order then holds across both (an exact entry
+/// beats a prefix rule, a longer prefix beats a shorter one).
+///
+/// Immutable: the daemon builds a new one when the journal grows and swaps
+/// it in with a new set. A lookup costs one Dictionary read per prefix
+/// length the overlay has, and nothing when it is empty.
+public final class DirectoryOverlay: Sendable {
+    struct Entry: Sendable {
+        var sequence: UInt64
+        /// The directory value word with an overlay label number; 0 = removed.
+        var value: UInt32
+    }
+
+    let exact: [UInt64: Entry]
+    let prefixes: [UInt64: Entry]
+    /// Bit L set when the overlay mentions a prefix of L digits.
+    let prefixMask: UInt32
+    let labels: [[UInt8]]
+    /// The journal the records came from (0: none).
+    public let journalID: UInt64
+    /// Its last record.
+    public let lastSequence: UInt64
+    /// The last record the directory file already contains.
+    public let mergedThrough: UInt64
+    public let isEmpty: Bool
+
+    public static let empty = DirectoryOverlay()
+
+    private init() {
+        exact = [:]
+        prefixes = [:]
+        prefixMask = 0
+        labels = []
+        journalID = 0
+        lastSequence = 0
+        mergedThrough = 0
+        isEmpty = true
+    }
+
+    /// The records of `journal` that the directory with `base` as its
+    /// header has not merged.
+    public init(journal: JournalState, base: DirectoryHeader) {
+        var exact: [UInt64: Entry] = [:]
+        var prefixes: [UInt64: Entry] = [:]
+        var mask: UInt32 = 0
+        var labels: [[UInt8]] = []
+        var labelIDs: [[UInt8]: UInt32] = [:]
+        let merged = journal.mergedThrough(base)
+        for record in journal.latest.values where record.sequence > merged {
+            var value: UInt32 = 0
+            if case .add(let blocked, let label) = record.operation {
+                var id: UInt32? = nil
+                if let label {
+                    if let known = labelIDs[label] { id = known } else {
+                        id = UInt32(labels.count)
+                        labelIDs[label] = id
+                        labels.append(label)
+                    }
+                }
+                value = DirectoryFormat.encodeValue(blocked: blocked, label: id)
+            }
+            let entry = Entry(sequence: record.sequence, value: value)
+            let length = record.key >> 56
+            if length == 0 {
+                exact[record.key] = entry
+            } else {
+                prefixes[record.key] = entry
+                mask |= 1 << UInt32(length)
+            }
+        }
+        self.exact = exact
+        self.prefixes = prefixes
+        self.prefixMask = mask
+        self.labels = labels
+        self.journalID = journal.journalID
+        self.lastSequence = journal.lastSequence
+        self.mergedThrough = merged
+        self.isEmpty = exact.isEmpty && prefixes.isEmpty
+    }
+
+    /// Numbers and prefix rules the overlay adds, changes or removes.
+    public var count: Int { exact.count + prefixes.count }
+
+    func labelBytes<R>(_ id: UInt32, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        let i = Int(id)
+        guard i < labels.count else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return try labels[i].withUnsafeBytes(body)
+    }
+}
+
+/// What one directory (file and overlay) says about a number.
+struct DirectoryHit {
+    var blocked: Bool
+    var label: LabelReference?
+    var match: NumberPattern
+    /// The journal record that decided; nil for the file's own entry.
+    var record: UInt64?
+}
+
+/// A directory in the screening chain: its file, the journal records on
+/// top, and when it is in force.
+public struct ScreeningDirectory: Sendable {
+    public let name: String
+    public let file: DirectoryFile
+    public let overlay: DirectoryOverlay
+    /// nil: always in force.
+    public let active: ActiveWindows?
+
+    public init(name: String, file: DirectoryFile, overlay: DirectoryOverlay = .empty, active: ActiveWindows? = nil) {
+        self.name = name
+        self.file = file
+        self.overlay = overlay
+        self.active = active
+    }
+
+    /// The same directory with another file or overlay (journal updates,
+    /// compaction).
+    public func with(file: DirectoryFile? = nil, overlay: DirectoryOverlay) -> ScreeningDirectory {
+        ScreeningDirectory(name: name, file: file ?? self.file, overlay: overlay, active: active)
+    }
+
+    func lookup(_ number: PhoneNumber, index: Int) -> DirectoryHit? {
+        if overlay.isEmpty {
+            guard let entry = file.lookup(number) else { return nil }
+            return hit(entry, index)
+        }
+        if let entry = overlay.exact[number.value] {
+            if entry.value != 0 { return hit(entry, .exact(number), index) }
+            // Removed: the file's exact entry is hidden; a prefix rule may still cover the number.
+        } else if let entry = file.exactLookup(number) {
+            return hit(entry, index)
+        }
+        let digits = number.digitCount
+        let overlayMask = overlay.prefixMask
+        var mask = (file.prefixLengthMask | overlayMask) & ((UInt32(2) << UInt32(digits)) &- 1)
+        while mask != 0 {
+            let length = 31 - mask.leadingZeroBitCount
+            mask &= ~(UInt32(1) << UInt32(length))
+            if overlayMask & (UInt32(1) << UInt32(length)) != 0 {
+                let prefixDigits = number.value / ScreeningDirectory.powersOfTen[digits - length]
+                if let entry = overlay.prefixes[UInt64(length) << 56 | prefixDigits] {
+                    if entry.value != 0 { return hit(entry, .prefix(NumberPrefix(digits: prefixDigits, length: length)!), index) }
+                    continue
+                }
+            }
+            if let entry = file.prefixLookup(number, length: length) { return hit(entry, index) }
+        }
+        return nil
+    }
+
+    private func hit(_ entry: DirectoryEntry, _ index: Int) -> DirectoryHit {
+        DirectoryHit(blocked: entry.blocked, label: entry.label.map { .directory(index: index, label: $0) }, match: entry.match, record: nil)
+    }
+
+    private func hit(_ entry: DirectoryOverlay.Entry, _ match: NumberPattern, _ index: Int) -> DirectoryHit {
+        let labelPlusOne = entry.value >> 1
+        return DirectoryHit(blocked: entry.value & 1 != 0,
+                            label: labelPlusOne == 0 ? nil : .journal(index: index, label: labelPlusOne - 1),
+                            match: match, record: entry.sequence)
+    }
+
+    static let powersOfTen: [UInt64] = {
+        var table: [UInt64] = [1]
+        for _ in 1...18 { table.append(table.last! * 10) }
+        return table
+    }()
+}

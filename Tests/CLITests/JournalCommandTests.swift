@@ -1,0 +1,369 @@
+import Foundation
+import Glibc
+import XCTest
+
+/// `lookupd add`, `remove` and `compact` through the real binary, and the
+/// crash tests: commands killed with SIGKILL at random points never lose a
+/// change they reported, a torn journal is read up to its last good record
+/// and repaired by the next change, and an interrupted compaction leaves
+/// the old file and journal in force.
+final class JournalCommandTests: CLITestCase {
+    var config = ""
+    var directory = ""
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        directory = try compileCSV("""
+        number,action,label
+        +8613800138000,block,Fraud Risk
+        +8618600000000,identify,China Unicom
+        +86170*,block,Virtual Range
+        """, to: "main.lkd")
+        config = write("lookupd.conf", "directory = main.lkd name=main\n")
+    }
+
+    var journal: String { directory + ".journal" }
+
+    /// number -> "verdict|label|match|record" from `lookupd query --json`.
+    func screen(_ numbers: [String], file: StaticString = #filePath, line: UInt = #line) throws -> [String: String] {
+        let r = try lookupd(["query", "--json", "--config", config, "-"], stdin: Data(numbers.joined(separator: "\n").utf8), file: file, line: line)
+        XCTAssertEqual(r.status, 0, r.stderr, file: file, line: line)
+        var answers: [String: String] = [:]
+        for object in jsonLines(r.stdout, file: file, line: line) {
+            answers[field(object, "input")] = [field(object, "verdict"), field(object, "label"), field(object, "match"), field(object, "record")].joined(separator: "|")
+        }
+        return answers
+    }
+
+    // MARK: - The commands
+
+    func testAddRemoveAndQuery() throws {
+        var r = try lookupd(["add", "13900000001", "--block", "--label", "Spam Caller", "--config", config])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(r.stdout, "added +8613900000001 to main (block, label 'Spam Caller'): journal record 1\n")
+        r = try lookupd(["add", "+8613900000001", "--block", "--label", "Spam Caller", "--config", config])
+        XCTAssertEqual(r.stdout, "+8613900000001 is already in main (block, label 'Spam Caller', journal record 1); nothing written\n")
+        r = try lookupd(["add", "+8618600000000", "--block", "--to", "main", "--config", config])
+        XCTAssertEqual(r.stdout, "changed +8618600000000 in main from label 'China Unicom' to block: journal record 2\n")
+        r = try lookupd(["remove", "013800138000", "--from", directory, "--config", config])
+        XCTAssertEqual(r.stdout, "removed +8613800138000 from main (was block, label 'Fraud Risk', directory file): journal record 3\n")
+        r = try lookupd(["add", "+8617055*", "--label", "Carrier", "--to", "main.lkd", "--config", config])
+        XCTAssertEqual(r.stdout, "added +8617055* to main (label 'Carrier'): journal record 4\n")
+
+        // Removing what is not there: an error, with a hint when a rule covers the number.
+        r = try lookupd(["remove", "+8613800138000", "--config", config])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertEqual(r.stderr, "lookupd: +8613800138000 is not in main (\(directory)) or its journal\n")
+        r = try lookupd(["remove", "+8617012345678", "--config", config])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.stderr.contains("it is covered by the prefix rule +86170* (lookupd remove '+86170*' --from main removes the whole rule)"), r.stderr)
+
+        // query: every answer says where it came from, journal records included.
+        r = try lookupd(["query", "--config", config, "+8613900000001", "+8618600000000", "+8613800138000", "+8617055123456", "+8617012345678"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(r.stdoutLines, [
+            "+8613900000001\t+8613900000001\tblocked\tSpam Caller\tmain\texact, journal record 1",
+            "+8618600000000\t+8618600000000\tblocked\t-\tmain\texact, journal record 2",
+            "+8613800138000\t+8613800138000\tunknown\t-\t-\t-",
+            "+8617055123456\t+8617055123456\tidentified\tCarrier\tmain\tprefix +8617055*, journal record 4",
+            "+8617012345678\t+8617012345678\tblocked\tVirtual Range\tmain\tprefix +86170*",
+        ])
+        let json = jsonLines(try lookupd(["query", "--json", "--config", config, "+8613900000001", "+8617012345678"]).stdout)
+        XCTAssertEqual(field(json[0], "record"), "1")
+        XCTAssertEqual(field(json[0], "match"), "+8613900000001")
+        XCTAssertEqual(field(json[1], "record"), "null")
+
+        // One step from a false positive to its removal: MATCH and SOURCE as query gave them.
+        r = try lookupd(["remove", field(json[0], "match"), "--from", field(json[0], "source"), "--config", config])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(try screen(["+8613900000001"])["+8613900000001"], "unknown|null|null|null")
+    }
+
+    func testUsageErrors() throws {
+        for (args, message) in [
+            (["add", "+8613900000001"], "say what to do: --block, --label TEXT, or both"),
+            (["add", "abc", "--block"], "invalid number 'abc': contains letters"),
+            (["add", "+8613900000001", "--label", "bad\u{1}label"], "--label: label contains the control character U+0001"),
+            (["remove"], "give one NUMBER"),
+            (["compact", "a", "b"], "give at most one DIRECTORY"),
+        ] {
+            let r = try lookupd(args + ["--config", config])
+            XCTAssertEqual(r.status, 2, "\(args): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains(message), "\(args): \(r.stderr)")
+        }
+        let r = try lookupd(["add", "+8613900000001", "--block", "--to", "nowhere.lkd", "--config", config])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertEqual(r.stderr, "lookupd: nowhere.lkd: no such directory file or configured directory name (configured: main)\n")
+        for command in ["add", "remove", "compact"] {
+            let help = try lookupd([command, "--help"])
+            XCTAssertTrue(help.stdout.hasPrefix("Usage: lookupd \(command)"), help.stdout)
+        }
+    }
+
+    func testCompactMergesAndStartsAFreshJournal() throws {
+        _ = try lookupd(["add", "+8613900000001", "--block", "--config", config])
+        _ = try lookupd(["remove", "+86170*", "--config", config])
+        _ = try lookupd(["add", "+8618600000000", "--label", "Unicom (new)", "--config", config])
+        let before = try screen(["+8613900000001", "+8617012345678", "+8618600000000", "+8613800138000"])
+        var r = try lookupd(["compact", "--config", config])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(r.stdout, "compacted \(directory): 3 numbers and prefix rules changed by 3 journal records merged (through record 3); 3 numbers, 0 prefix rules; journal emptied\n")
+        XCTAssertEqual(read(journal).count, 40, "an empty journal: its header only")
+        let after = try screen(["+8613900000001", "+8617012345678", "+8618600000000", "+8613800138000"])
+        XCTAssertEqual(after.mapValues { $0.split(separator: "|").dropLast().joined(separator: "|") },
+                       before.mapValues { $0.split(separator: "|").dropLast().joined(separator: "|") })
+        XCTAssertEqual(try lookupd(["check", directory]).status, 0)
+        r = try lookupd(["inspect", directory])
+        XCTAssertTrue(r.stdoutLines.contains { $0.hasPrefix("journal merged:     records through 3 of journal ") }, r.stdout)
+        r = try lookupd(["add", "+8613900000002", "--block", "--config", config])
+        XCTAssertEqual(r.stdout, "added +8613900000002 to main (block): journal record 4\n", "numbering continues")
+        r = try lookupd(["compact", "main", "--config", config])
+        XCTAssertTrue(r.stdout.hasPrefix("compacted \(directory): 1 numbers"), r.stdout)
+        r = try lookupd(["compact", directory])
+        XCTAssertEqual(r.stdout, "nothing to compact: \(directory) has no journal records to merge (4 numbers, 0 prefix rules)\n")
+    }
+
+    // MARK: - Crash safety
+
+    /// Streams of concurrent `lookupd add`, each killed with SIGKILL at a
+    /// random moment or left to finish, with compactions (also killed at
+    /// random) in between: every addition that reported success is there
+    /// at the end, and the journal is readable throughout.
+    func testKilledAddsNeverLoseAnAcknowledgedRecord() throws {
+        var rng = SystemRandomNumberGenerator()
+        var acknowledged: [String] = []
+        var attempted: [String] = []
+        var killed = 0
+        // LOOKUPD_CRASH_ROUNDS raises the count for a longer soak.
+        let rounds = Int(ProcessInfo.processInfo.environment["LOOKUPD_CRASH_ROUNDS"] ?? "") ?? 24, perRound = 6
+        for round in 0..<rounds {
+            var running: [(number: String, process: Spawned, killAfter: Double?)] = []
+            for k in 0..<perRound {
+                let number = "+86139\(String(format: "%03d", round))\(String(format: "%05d", k))"
+                attempted.append(number)
+                let process = try Spawned(LookupdBinary.path!, ["add", number, "--block", "--label", "Round \(round)", "--config", config], folder: folder.path)
+                let killAfter: Double? = Int.random(in: 0..<3, using: &rng) < 2 ? Double.random(in: 0...0.06, using: &rng) : nil
+                running.append((number, process, killAfter))
+            }
+            var compaction: Spawned? = nil
+            if round % 4 == 3 {
+                compaction = try Spawned(LookupdBinary.path!, ["compact", "--config", config], folder: folder.path)
+            }
+            let started = monotonic()
+            for entry in running.sorted(by: { ($0.killAfter ?? 9) < ($1.killAfter ?? 9) }) {
+                guard let delay = entry.killAfter else { continue }
+                let wait = started + delay - monotonic()
+                if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
+                entry.process.kill()
+            }
+            if let compaction, Bool.random(using: &rng) { usleep(UInt32.random(in: 0...30_000, using: &rng)); compaction.kill() }
+            for entry in running {
+                let result = entry.process.wait()
+                if result.killed {
+                    killed += 1
+                } else {
+                    XCTAssertEqual(result.status, 0, "\(entry.number): \(result.stderr)")
+                    if result.status == 0 && result.stdout.hasPrefix("added \(entry.number)") { acknowledged.append(entry.number) }
+                }
+            }
+            if let result = compaction?.wait(), !result.killed {
+                XCTAssertEqual(result.status, 0, result.stderr)
+            }
+            // Readable after every round (a torn record is only a warning).
+            let r = try lookupd(["query", "--config", config, "+8613800138000"])
+            XCTAssertEqual(r.status, 0, "round \(round): \(r.stderr)")
+        }
+        let final = try screen(attempted)
+        let killedButWritten = attempted.filter { !acknowledged.contains($0) && (final[$0] ?? "").hasPrefix("blocked|") }.count
+        print("killed adds: \(killed) of \(attempted.count), of which \(killedButWritten) had written their record; \(acknowledged.count) acknowledged")
+        XCTAssertGreaterThan(killed, 0, "some commands must have been killed")
+        XCTAssertGreaterThan(acknowledged.count, 10, "some commands must have finished")
+        var lost: [String] = []
+        for number in acknowledged where !(final[number] ?? "").hasPrefix("blocked|Round ") { lost.append(number) }
+        XCTAssertEqual(lost, [], "acknowledged additions missing: \(lost.map { "\($0): \(final[$0] ?? "no answer")" })")
+        // And the journal takes new records after all that.
+        let r = try lookupd(["add", "+8613999999999", "--block", "--config", config])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(try screen(["+8613999999999"])["+8613999999999"]!.hasPrefix("blocked|"))
+        XCTAssertEqual(try lookupd(["compact", "--config", config]).status, 0)
+        let compacted = try screen(attempted)
+        for number in acknowledged { XCTAssertTrue(compacted[number]!.hasPrefix("blocked|Round "), number) }
+        XCTAssertEqual(try lookupd(["check", directory]).status, 0)
+    }
+
+    /// Every cut of the last record: `query` reads the records before it and
+    /// warns once, and the next `add` cuts the torn bytes off (under the
+    /// journal lock) before appending, so its own record is read cleanly.
+    func testTornLastRecordIsReadUpToTheLastGoodOneAndRepaired() throws {
+        for (i, label) in ["One", "Two", "Three"].enumerated() {
+            XCTAssertEqual(try lookupd(["add", "+861390000000\(i + 1)", "--label", label, "--config", config]).status, 0)
+        }
+        let good = read(journal)
+        let recordLength = 32 + "Three".utf8.count
+        let lastStart = good.count - recordLength
+        for cut in [1, 4, 7, 8, 16, 24, 31, 32, 33, recordLength - 1] {
+            write("main.lkd.journal", good.prefix(lastStart + cut))
+            var r = try lookupd(["query", "--config", config, "+8613900000001", "+8613900000002", "+8613900000003"])
+            XCTAssertEqual(r.status, 0)
+            XCTAssertEqual(r.stdoutLines.map { $0.split(separator: "\t")[2] }, ["identified", "identified", "unknown"], "cut \(cut)")
+            XCTAssertEqual(r.stderr.components(separatedBy: "torn last record ignored").count - 1, 1, "reported once: \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("\(cut) byte\(cut == 1 ? "" : "s") at offset \(lastStart)"), r.stderr)
+
+            r = try lookupd(["add", "+8613900000004", "--block", "--config", config])
+            XCTAssertEqual(r.status, 0, r.stderr)
+            XCTAssertEqual(r.stdout, "added +8613900000004 to main (block): journal record 3\n", "cut \(cut)")
+            XCTAssertTrue(r.stderr.contains("cut off a torn record an interrupted command left: \(cut) byte"), r.stderr)
+
+            r = try lookupd(["query", "--config", config, "+8613900000002", "+8613900000003", "+8613900000004"])
+            XCTAssertEqual(r.stderr, "", "repaired")
+            XCTAssertEqual(r.stdoutLines, [
+                "+8613900000002\t+8613900000002\tidentified\tTwo\tmain\texact, journal record 2",
+                "+8613900000003\t+8613900000003\tunknown\t-\t-\t-",
+                "+8613900000004\t+8613900000004\tblocked\t-\tmain\texact, journal record 3",
+            ])
+        }
+        // Damage beyond a torn record is refused, not repaired silently.
+        var damaged = good
+        damaged[40 + 20] ^= 0xFF
+        write("main.lkd.journal", damaged)
+        let r = try lookupd(["add", "+8613900000005", "--block", "--config", config])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.stderr.contains("damaged journal: record checksum mismatch"), r.stderr)
+        XCTAssertEqual(read(journal), damaged)
+    }
+
+    /// A compaction killed at each of its steps: before anything is written,
+    /// right after the new directory file is renamed in, and after the
+    /// journal is replaced. Each leaves a consistent directory: the same
+    /// answers, a sound file, and a journal that takes the next record.
+    func testCompactionKilledAtEachStep() throws {
+        let probes = ["+8613900000001", "+8613900000002", "+8618600000000", "+8613800138000", "+8617012345678", "+8617055000000"]
+        for phase in ["merged", "directory-written", "journal-replaced"] {
+            directory = try compileCSV("""
+            number,action,label
+            +8613800138000,block,Fraud Risk
+            +8618600000000,identify,China Unicom
+            +86170*,block,Virtual Range
+            """, to: "main.lkd")
+            try? FileManager.default.removeItem(atPath: journal)
+            _ = try lookupd(["add", "+8613900000001", "--block", "--config", config])
+            _ = try lookupd(["add", "+8617055*", "--label", "Carrier", "--config", config])
+            _ = try lookupd(["remove", "+8613800138000", "--config", config])
+            _ = try lookupd(["add", "+8618600000000", "--block", "--label", "Now Blocked", "--config", config])
+            let expected = try screen(probes).mapValues { $0.split(separator: "|").prefix(3).joined(separator: "|") }
+            let oldBase = read(directory), oldJournal = read(journal)
+
+            let crash = try Spawned(LookupdBinary.path!, ["compact", "--config", config], folder: folder.path, environment: ["LOOKUPD_CRASH_AT": phase])
+            let result = crash.wait()
+            XCTAssertTrue(result.killed, "\(phase): the compaction should have been killed: \(result.stdout) \(result.stderr)")
+            switch phase {
+            case "merged":
+                XCTAssertEqual(read(directory), oldBase, "nothing written yet")
+                XCTAssertEqual(read(journal), oldJournal)
+            case "directory-written":
+                XCTAssertNotEqual(read(directory), oldBase, "the new file is in place")
+                XCTAssertEqual(read(journal), oldJournal, "the journal still holds the merged records")
+            default:
+                XCTAssertEqual(read(journal).count, 40)
+            }
+            XCTAssertEqual(try lookupd(["check", directory]).status, 0, phase)
+            XCTAssertEqual(try screen(probes).mapValues { $0.split(separator: "|").prefix(3).joined(separator: "|") }, expected, phase)
+
+            // Work goes on: a new record, numbered after the old ones, then a complete compaction.
+            let r = try lookupd(["add", "+8613900000002", "--block", "--config", config])
+            XCTAssertEqual(r.stdout, "added +8613900000002 to main (block): journal record 5\n", phase)
+            XCTAssertEqual(try lookupd(["compact", "--config", config]).status, 0)
+            var after = expected
+            after["+8613900000002"] = "blocked|null|+8613900000002"
+            XCTAssertEqual(try screen(probes).mapValues { $0.split(separator: "|").prefix(3).joined(separator: "|") }, after, phase)
+        }
+    }
+
+    /// Compactions of a directory large enough to take a while, killed with
+    /// SIGKILL at random moments: every time, the directory is sound and
+    /// answers as before (whether the old or the new file is in force).
+    func testCompactionKilledAtRandomMoments() throws {
+        var csv = "number,action,label\n"
+        for i in 0..<150_000 { csv += "+86135\(String(format: "%08d", i * 3)),\(i % 5 == 0 ? "identify" : "block"),Label \(i % 97)\n" }
+        directory = try compileCSV(csv, to: "main.lkd")
+        var probes: [String] = []
+        for i in 0..<12 {
+            let number = "+86139\(String(format: "%08d", i))"
+            probes.append(number)
+            XCTAssertEqual(try lookupd(["add", number, "--block", "--label", "Journal \(i)", "--config", config]).status, 0)
+        }
+        XCTAssertEqual(try lookupd(["remove", "+8613500000003", "--config", config]).status, 0)
+        XCTAssertEqual(try lookupd(["add", "+8613500000006", "--label", "Relabelled", "--config", config]).status, 0)
+        probes += ["+8613500000000", "+8613500000003", "+8613500000006", "+8613500449997", "+8613599999999"]
+        let expected = try screen(probes).mapValues { $0.split(separator: "|").prefix(3).joined(separator: "|") }
+        let oldBase = read(directory), oldJournal = read(journal)
+
+        let timing = monotonic()
+        XCTAssertEqual(try lookupd(["compact", "--config", config]).status, 0)
+        let duration = monotonic() - timing
+        var rng = SystemRandomNumberGenerator()
+        var outcomes: [String: Int] = [:]
+        for attempt in 0..<(Int(ProcessInfo.processInfo.environment["LOOKUPD_CRASH_ROUNDS"] ?? "").map { max(10, $0 / 2) } ?? 10) {
+            write("main.lkd", oldBase)
+            write("main.lkd.journal", oldJournal)
+            let compaction = try Spawned(LookupdBinary.path!, ["compact", "--config", config], folder: folder.path)
+            usleep(UInt32(Double.random(in: 0...(duration * 1.1), using: &rng) * 1_000_000))
+            compaction.kill()
+            let result = compaction.wait()
+            let state = read(directory) == oldBase ? "old file" : (read(journal).count == 40 ? "done" : "new file, old journal")
+            outcomes[result.killed ? "killed, \(state)" : "finished, \(state)", default: 0] += 1
+            XCTAssertEqual(try lookupd(["check", directory]).status, 0, "attempt \(attempt)")
+            XCTAssertEqual(try screen(probes).mapValues { $0.split(separator: "|").prefix(3).joined(separator: "|") }, expected, "attempt \(attempt): \(state)")
+        }
+        print("compaction kills (\(String(format: "%.2f", duration)) s each): \(outcomes)")
+    }
+}
+
+/// A `lookupd` process run in the background, to be killed or waited for.
+final class Spawned {
+    let process = Process()
+    private let outPath: String
+    private let errPath: String
+
+    init(_ executable: String, _ arguments: [String], folder: String, environment: [String: String] = [:]) throws {
+        let id = UUID().uuidString
+        outPath = "\(folder)/spawned-\(id).out"
+        errPath = "\(folder)/spawned-\(id).err"
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in environment { env[k] = v }
+        process.environment = env
+        process.currentDirectoryURL = URL(fileURLWithPath: folder)
+        let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
+        let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        try? out.close()
+        try? err.close()
+    }
+
+    /// SIGKILL, by PID, if it is still running.
+    func kill() {
+        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
+    }
+
+    func wait() -> (status: Int32, killed: Bool, stdout: String, stderr: String) {
+        process.waitUntilExit()
+        let stdout = String(decoding: FileManager.default.contents(atPath: outPath) ?? Data(), as: UTF8.self)
+        let stderr = String(decoding: FileManager.default.contents(atPath: errPath) ?? Data(), as: UTF8.self)
+        try? FileManager.default.removeItem(atPath: outPath)
+        try? FileManager.default.removeItem(atPath: errPath)
+        return (process.terminationStatus, process.terminationReason == .uncaughtSignal, stdout, stderr)
+    }
+}
+
+func monotonic() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}

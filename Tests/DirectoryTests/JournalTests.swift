@@ -1,0 +1,417 @@
+import Foundation
+import XCTest
+@testable import Directory
+
+/// The journal beside a directory file: its bytes, additions and removals,
+/// torn records, damage, following, and compaction.
+final class JournalTests: XCTestCase {
+    var folder: TemporaryFolder!
+
+    override func setUp() { folder = TemporaryFolder("lookupd-journal") }
+    override func tearDown() { folder.cleanup() }
+
+    func n(_ text: String) -> PhoneNumber {
+        guard case .number(let number) = NumberNormalizer().normalize(text) else { fatalError("bad test number \(text)") }
+        return number
+    }
+
+    func p(_ text: String) -> NumberPattern {
+        guard case .success(let pattern) = NumberNormalizer().pattern(text) else { fatalError("bad test pattern \(text)") }
+        return pattern
+    }
+
+    /// A directory file from CSV lines (without the header line).
+    @discardableResult
+    func directory(_ lines: [String], named name: String = "main.lkd") throws -> String {
+        let compiler = DirectoryCompiler()
+        compiler.add(bytes: Array(("number,action,label\n" + lines.joined(separator: "\n") + "\n").utf8), name: name, format: .csv)
+        guard case .success(let content) = compiler.finish() else { throw TestError("does not compile") }
+        let path = folder.file(name)
+        try DirectoryWriter.write(content, to: path)
+        return path
+    }
+
+    func journalPath(_ directory: String) -> String { JournalFormat.path(forDirectory: directory) }
+
+    /// What the directory and its journal say about `pattern`, as text.
+    func stored(_ pattern: String, in path: String) throws -> String {
+        let base = try DirectoryFile(path: path)
+        let state = try JournalFollower.read(path: journalPath(path))?.state ?? JournalState()
+        guard let entry = DirectoryUpdates.stored(p(pattern), base: base, state: state) else { return "-" }
+        let label = entry.label.map { String(decoding: $0, as: UTF8.self) } ?? ""
+        return (entry.blocked ? "block" : "identify") + (label.isEmpty ? "" : " " + label) + (entry.record.map { " #\($0)" } ?? "")
+    }
+
+    // MARK: - Bytes
+
+    func testRecordLayout() throws {
+        let path = try directory(["+8613800138000,block,Fraud", "+86170*,block,Range"])
+        _ = try DirectoryUpdates.add(p("+8613900000001"), blocked: true, label: Array("Spam".utf8), directory: path)
+        _ = try DirectoryUpdates.remove(p("+86170*"), directory: path)
+        let bytes = Array(FileManager.default.contents(atPath: journalPath(path))!)
+        XCTAssertEqual(bytes.count, 40 + (32 + 4) + 32)
+        func u32(_ o: Int) -> UInt32 { bytes[o..<(o + 4)].reversed().reduce(0) { $0 << 8 | UInt32($1) } }
+        func u64(_ o: Int) -> UInt64 { bytes[o..<(o + 8)].reversed().reduce(0) { $0 << 8 | UInt64($1) } }
+        // Header.
+        XCTAssertEqual(Array(bytes[0..<8]), [0x89, 0x4C, 0x4B, 0x4A, 0x0D, 0x0A, 0x1A, 0x0A])
+        XCTAssertEqual(u32(8), 1)
+        XCTAssertEqual(u32(12), 40)
+        let id = u64(16)
+        XCTAssertNotEqual(id, 0)
+        XCTAssertEqual(u64(24), 0, "base sequence of a new journal")
+        XCTAssertEqual(u64(32), XXH64.hash(Array(bytes[0..<32])))
+        // Record 1: add, block, label "Spam".
+        XCTAssertEqual(u32(40), 36)
+        XCTAssertEqual(bytes[44], 1)
+        XCTAssertEqual(bytes[45], 1)
+        XCTAssertEqual(UInt16(bytes[46]) | UInt16(bytes[47]) << 8, 4)
+        XCTAssertEqual(u64(48), 1)
+        XCTAssertEqual(u64(56), 8613900000001)
+        XCTAssertEqual(Array(bytes[64..<68]), Array("Spam".utf8))
+        XCTAssertEqual(u64(68), XXH64.hash(Array(bytes[40..<68]), seed: id))
+        // Record 2: remove the prefix rule +86170* (5 digits).
+        XCTAssertEqual(u32(76), 32)
+        XCTAssertEqual(bytes[80], 2)
+        XCTAssertEqual(bytes[81], 0)
+        XCTAssertEqual(u64(84), 2)
+        XCTAssertEqual(u64(92), 5 << 56 | 86170)
+        XCTAssertEqual(u64(100), XXH64.hash(Array(bytes[76..<100]), seed: id))
+    }
+
+    func testHeaderCarriesTheMergedJournal() throws {
+        var content = DirectoryContent()
+        content.exactKeys = [8613800138000]
+        content.exactValues = [1]
+        content.journalID = 0x1122_3344_5566_7788
+        content.journalSequence = 42
+        let path = folder.file("merged.lkd")
+        try DirectoryWriter.write(content, to: path)
+        let bytes = Array(FileManager.default.contents(atPath: path)!)
+        XCTAssertEqual(Array(bytes[136..<144]), [0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11])
+        XCTAssertEqual(Array(bytes[144..<152]), [42, 0, 0, 0, 0, 0, 0, 0])
+        XCTAssertEqual(Array(bytes[152..<248]), [UInt8](repeating: 0, count: 96), "the rest stays reserved")
+        let file = try DirectoryFile(path: path)
+        XCTAssertEqual(file.header.journalID, 0x1122_3344_5566_7788)
+        XCTAssertEqual(file.header.journalSequence, 42)
+        try file.verify()
+        XCTAssertEqual(try DirectoryFile.readHeader(path: path), file.header)
+    }
+
+    // MARK: - Adding and removing
+
+    func testAddChangeRemove() throws {
+        let path = try directory(["+8613800138000,block,Fraud", "+8618600000000,identify,Unicom", "+86170*,block,Range"])
+        var change = try DirectoryUpdates.add(p("+8613900000001"), blocked: true, label: nil, directory: path)
+        XCTAssertEqual(change.record?.sequence, 1)
+        XCTAssertNil(change.previous)
+        XCTAssertEqual(try stored("+8613900000001", in: path), "block #1")
+
+        // The same again: nothing written.
+        change = try DirectoryUpdates.add(p("013900000001"), blocked: true, label: nil, directory: path)
+        XCTAssertNil(change.record)
+        XCTAssertEqual(change.previous?.record, 1)
+        // The file's own entry, identical: nothing written either.
+        change = try DirectoryUpdates.add(p("+8618600000000"), blocked: false, label: Array("Unicom".utf8), directory: path)
+        XCTAssertNil(change.record)
+        XCTAssertEqual(change.previous, DirectoryUpdates.StoredEntry(blocked: false, label: Array("Unicom".utf8), record: nil))
+
+        // Changing the file's entry.
+        change = try DirectoryUpdates.add(p("+8618600000000"), blocked: true, label: Array("Unicom?".utf8), directory: path)
+        XCTAssertEqual(change.record?.sequence, 2)
+        XCTAssertEqual(try stored("+8618600000000", in: path), "block Unicom? #2")
+
+        // Removing a file entry, a journal entry, a prefix rule.
+        XCTAssertEqual(try DirectoryUpdates.remove(p("+8613800138000"), directory: path).record?.sequence, 3)
+        XCTAssertEqual(try DirectoryUpdates.remove(p("+8613900000001"), directory: path).record?.sequence, 4)
+        XCTAssertEqual(try DirectoryUpdates.remove(p("+86170*"), directory: path).record?.sequence, 5)
+        for gone in ["+8613800138000", "+8613900000001", "+86170*"] { XCTAssertEqual(try stored(gone, in: path), "-", gone) }
+
+        // Removing what is not there (any more): unexpectedIncrementalRemoval.
+        for absent in ["+8613800138000", "+8613000000000", "+86171*", "+8617012345678"] {
+            XCTAssertThrowsError(try DirectoryUpdates.remove(p(absent), directory: path), absent) { error in
+                XCTAssertEqual(error as? JournalError, .notPresent(directory: path, pattern: p(absent)))
+            }
+        }
+        // Adding it back after a removal.
+        XCTAssertEqual(try DirectoryUpdates.add(p("+8613800138000"), blocked: false, label: Array("Cleared".utf8), directory: path).record?.sequence, 6)
+        XCTAssertEqual(try stored("+8613800138000", in: path), "identify Cleared #6")
+
+        let journal = try XCTUnwrap(try JournalFollower.read(path: journalPath(path)))
+        XCTAssertNil(journal.tail)
+        XCTAssertEqual(journal.state.lastSequence, 6)
+        XCTAssertEqual(journal.state.recordCount, 6)
+        XCTAssertEqual(journal.state.latest.count, 4)
+    }
+
+    func testRefusesBadLabelsAndMissingDirectories() throws {
+        let path = try directory(["+8613800138000,block,"])
+        XCTAssertThrowsError(try DirectoryUpdates.add(p("+8613900000001"), blocked: false, label: Array("bad\nlabel".utf8), directory: path))
+        XCTAssertThrowsError(try DirectoryUpdates.add(p("+8613900000001"), blocked: false, label: nil, directory: path))
+        XCTAssertThrowsError(try DirectoryUpdates.add(p("+8613900000001"), blocked: true, label: nil, directory: folder.file("none.lkd"))) { error in
+            guard case .directory(.system(_, "open", ENOENT))? = error as? JournalError else { return XCTFail("\(error)") }
+        }
+    }
+
+    // MARK: - Torn and damaged journals
+
+    /// Every way the last append can be cut short: the reader keeps every
+    /// record before it, reports the tail once, and the next append cuts
+    /// it off under the lock and is read normally.
+    func testTornLastRecordAtEveryLength() throws {
+        let path = try directory(["+8613800138000,block,Fraud"])
+        for i in 1...3 {
+            _ = try DirectoryUpdates.add(p("+861390000000\(i)"), blocked: true, label: Array("Spam \(i)".utf8), directory: path)
+        }
+        let good = Array(FileManager.default.contents(atPath: journalPath(path))!)
+        let lastStart = good.count - (32 + "Spam 3".utf8.count)
+        for cut in (lastStart + 1)..<good.count {
+            XCTAssertTrue(FileManager.default.createFile(atPath: journalPath(path), contents: Data(good[0..<cut])))
+            let follower = JournalFollower(path: journalPath(path))
+            let first = try follower.poll()
+            XCTAssertEqual(follower.state.lastSequence, 2, "cut at \(cut)")
+            XCTAssertEqual(first.newTail, JournalTail(offset: lastStart, length: cut - lastStart, reason: first.newTail?.reason ?? "", isTorn: true))
+            XCTAssertEqual(try follower.poll().newTail, nil, "reported once")
+            XCTAssertEqual(try stored("+8613900000003", in: path), "-")
+
+            let change = try DirectoryUpdates.add(p("+8613900000009"), blocked: true, label: nil, directory: path)
+            XCTAssertEqual(change.record?.sequence, 3, "the torn record's number is reused: it never existed")
+            XCTAssertEqual(change.discardedTail?.offset, lastStart)
+            let update = try follower.poll()
+            XCTAssertTrue(update.changed)
+            XCTAssertFalse(update.reset)
+            XCTAssertNil(follower.tail)
+            XCTAssertEqual(follower.state.lastSequence, 3)
+            XCTAssertEqual(try stored("+8613900000009", in: path), "block #3")
+            XCTAssertEqual(try stored("+8613900000002", in: path), "block Spam 2 #2")
+        }
+    }
+
+    func testFlippedByteInTheLastRecordIsATornRecord() throws {
+        let path = try directory(["+8613800138000,block,Fraud"])
+        _ = try DirectoryUpdates.add(p("+8613900000001"), blocked: true, label: nil, directory: path)
+        _ = try DirectoryUpdates.add(p("+8613900000002"), blocked: true, label: nil, directory: path)
+        var bytes = Array(FileManager.default.contents(atPath: journalPath(path))!)
+        bytes[bytes.count - 12] ^= 0x01
+        XCTAssertTrue(FileManager.default.createFile(atPath: journalPath(path), contents: Data(bytes)))
+        let read = try XCTUnwrap(try JournalFollower.read(path: journalPath(path)))
+        XCTAssertEqual(read.state.lastSequence, 1)
+        XCTAssertEqual(read.tail?.reason, "record checksum mismatch")
+    }
+
+    func testDamageBeyondOneRecordIsNotRepairedSilently() throws {
+        let path = try directory(["+8613800138000,block,Fraud"])
+        for i in 1...4 { _ = try DirectoryUpdates.add(p("+861390000000\(i)"), blocked: true, label: nil, directory: path) }
+        var bytes = Array(FileManager.default.contents(atPath: journalPath(path))!)
+        bytes[40 + 20] ^= 0xFF  // inside record 1: records 2...4 follow it
+        XCTAssertTrue(FileManager.default.createFile(atPath: journalPath(path), contents: Data(bytes)))
+        XCTAssertThrowsError(try JournalFollower.read(path: journalPath(path))) { error in
+            guard case .damaged(_, 40, 128, _)? = error as? JournalError else { return XCTFail("\(error)") }
+        }
+        XCTAssertThrowsError(try DirectoryUpdates.add(p("+8613900000009"), blocked: true, label: nil, directory: path))
+        XCTAssertEqual(Array(FileManager.default.contents(atPath: journalPath(path))!), bytes, "left as it was for the operator")
+    }
+
+    func testNotAJournal() throws {
+        let path = try directory(["+8613800138000,block,Fraud"])
+        folder.write("main.lkd.journal", "number,action\n+8613900000001,block\n")
+        XCTAssertThrowsError(try JournalFollower.read(path: journalPath(path))) { error in
+            XCTAssertEqual(error as? JournalError, .notAJournal(path: journalPath(path)))
+        }
+        XCTAssertThrowsError(try DirectoryUpdates.add(p("+8613900000001"), blocked: true, label: nil, directory: path))
+    }
+
+    func testShortFileIsStartedAfresh() throws {
+        let path = try directory(["+8613800138000,block,Fraud"])
+        // A crash while the header of a new journal was being written.
+        folder.write("main.lkd.journal", Array(JournalFormat.magic.prefix(5)))
+        // Readers see a journal being created as no journal, not as an error.
+        XCTAssertNil(try JournalFollower.read(path: journalPath(path)))
+        folder.write("main.lkd.journal", [])
+        XCTAssertNil(try JournalFollower.read(path: journalPath(path)))
+        folder.write("main.lkd.journal", Array("garbage".utf8))
+        XCTAssertThrowsError(try JournalFollower.read(path: journalPath(path)))
+        folder.write("main.lkd.journal", Array(JournalFormat.magic.prefix(5)))
+        XCTAssertEqual(try DirectoryUpdates.add(p("+8613900000001"), blocked: true, label: nil, directory: path).record?.sequence, 1)
+        XCTAssertEqual(try stored("+8613900000001", in: path), "block #1")
+    }
+
+    // MARK: - Following
+
+    func testFollowerReadsOnlyWhatWasAdded() throws {
+        let path = try directory(["+8613800138000,block,Fraud"])
+        let follower = JournalFollower(path: journalPath(path))
+        XCTAssertFalse(try follower.poll().changed, "no journal yet")
+        _ = try DirectoryUpdates.add(p("+8613900000001"), blocked: true, label: nil, directory: path)
+        var update = try follower.poll()
+        XCTAssertTrue(update.changed && update.reset)
+        XCTAssertFalse(try follower.poll().changed)
+        _ = try DirectoryUpdates.add(p("+8613900000002"), blocked: true, label: nil, directory: path)
+        _ = try DirectoryUpdates.remove(p("+8613900000001"), directory: path)
+        update = try follower.poll()
+        XCTAssertTrue(update.changed)
+        XCTAssertFalse(update.reset, "read on, not from the start")
+        XCTAssertEqual(follower.state.lastSequence, 3)
+        XCTAssertEqual(follower.state.latest[8613900000001]?.operation, .remove)
+
+        // Compaction replaces the file: read from the start, same journal id.
+        let id = follower.state.journalID
+        let summary = try DirectoryUpdates.compact(directory: path)
+        XCTAssertEqual(summary.throughSequence, 3)
+        update = try follower.poll()
+        XCTAssertTrue(update.reset)
+        XCTAssertEqual(follower.state.journalID, id)
+        XCTAssertEqual(follower.state.recordCount, 0)
+        XCTAssertEqual(follower.state.baseSequence, 3)
+        _ = try DirectoryUpdates.add(p("+8613900000003"), blocked: true, label: nil, directory: path)
+        update = try follower.poll()
+        XCTAssertEqual(follower.state.lastSequence, 4, "numbering goes on after a compaction")
+
+        // Removed journal: nothing on top any more.
+        try FileManager.default.removeItem(atPath: journalPath(path))
+        update = try follower.poll()
+        XCTAssertTrue(update.changed && update.reset)
+        XCTAssertEqual(follower.state.journalID, 0)
+    }
+
+    // MARK: - Compaction
+
+    func testCompactionMergesAndRecordsWhatItMerged() throws {
+        let path = try directory(["+8613800138000,block,Fraud", "+8618600000000,identify,Unicom", "+86170*,block,Range",
+                                  "+8613500000000,identify,Courier"])
+        _ = try DirectoryUpdates.add(p("+8613900000001"), blocked: true, label: Array("Spam".utf8), directory: path)
+        _ = try DirectoryUpdates.add(p("+8618600000000"), blocked: true, label: nil, directory: path)
+        _ = try DirectoryUpdates.remove(p("+8613800138000"), directory: path)
+        _ = try DirectoryUpdates.remove(p("+86170*"), directory: path)
+        _ = try DirectoryUpdates.add(p("+8617055*"), blocked: false, label: Array("Carrier".utf8), directory: path)
+        _ = try DirectoryUpdates.add(p("+8613900000001"), blocked: true, label: Array("Spam".utf8), directory: path)  // no-op
+        let before = try ["+8613900000001", "+8618600000000", "+8613800138000", "+86170*", "+8617055*", "+8613500000000"]
+            .map { try stored($0, in: path).split(separator: "#")[0].trimmingCharacters(in: .whitespaces) }
+
+        let summary = try DirectoryUpdates.compact(directory: path)
+        XCTAssertTrue(summary.rewroteDirectory)
+        XCTAssertEqual(summary.mergedEntries, 5)
+        XCTAssertEqual(summary.mergedRecords, 5)
+        XCTAssertEqual(summary.throughSequence, 5)
+        XCTAssertEqual(summary.exactEntries, 3)
+        XCTAssertEqual(summary.prefixRules, 1)
+
+        let file = try DirectoryFile(path: path)
+        try file.verify()
+        XCTAssertEqual(file.header.journalSequence, 5)
+        XCTAssertNotEqual(file.header.journalID, 0)
+        let after = try ["+8613900000001", "+8618600000000", "+8613800138000", "+86170*", "+8617055*", "+8613500000000"]
+            .map { try stored($0, in: path) }
+        XCTAssertEqual(after, before)
+        XCTAssertEqual((0..<Int(file.labelTableCount)).map { file.label(UInt32($0)) }, ["Carrier", "Courier", "Spam"], "only labels in use, in order")
+        let journal = try XCTUnwrap(try JournalFollower.read(path: journalPath(path)))
+        XCTAssertEqual(journal.state.journalID, file.header.journalID)
+        XCTAssertEqual(journal.state.baseSequence, 5)
+        XCTAssertEqual(journal.state.recordCount, 0)
+
+        // Nothing more to do, and the directory file is not rewritten.
+        let again = try DirectoryUpdates.compact(directory: path)
+        XCTAssertFalse(again.rewroteDirectory)
+        XCTAssertFalse(again.replacedJournal)
+    }
+
+    /// The crash between renaming the new directory file in and emptying the
+    /// journal: readers skip what the file already holds, and the next
+    /// compaction only empties the journal.
+    func testCrashAfterTheNewFileIsInPlace() throws {
+        let path = try directory(["+8613800138000,block,Fraud"])
+        _ = try DirectoryUpdates.add(p("+8613900000001"), blocked: true, label: nil, directory: path)
+        _ = try DirectoryUpdates.remove(p("+8613800138000"), directory: path)
+        let journalBefore = FileManager.default.contents(atPath: journalPath(path))!
+        _ = try DirectoryUpdates.compact(directory: path)
+        // Put the old journal back: the state right after the rename.
+        XCTAssertTrue(FileManager.default.createFile(atPath: journalPath(path), contents: journalBefore))
+        let base = try DirectoryFile(path: path)
+        let state = try XCTUnwrap(try JournalFollower.read(path: journalPath(path))).state
+        XCTAssertEqual(state.mergedThrough(base.header), 2)
+        XCTAssertTrue(state.pending(over: base.header).isEmpty, "nothing is applied twice")
+        XCTAssertEqual(try stored("+8613900000001", in: path), "block")
+        XCTAssertEqual(try stored("+8613800138000", in: path), "-")
+        // An add in this state continues the numbering, and is applied.
+        XCTAssertEqual(try DirectoryUpdates.add(p("+8613900000002"), blocked: true, label: nil, directory: path).record?.sequence, 3)
+        XCTAssertEqual(try stored("+8613900000002", in: path), "block #3")
+        let summary = try DirectoryUpdates.compact(directory: path)
+        XCTAssertEqual(summary.throughSequence, 3)
+        XCTAssertEqual(try stored("+8613900000002", in: path), "block")
+    }
+
+    /// A directory recompiled from its sources carries no journal id: the
+    /// whole journal applies to it again.
+    func testRecompiledDirectoryTakesTheWholeJournal() throws {
+        let path = try directory(["+8613800138000,block,Fraud"])
+        _ = try DirectoryUpdates.add(p("+8613900000001"), blocked: true, label: nil, directory: path)
+        try directory(["+8613800138000,block,Fraud", "+8613000000000,block,"])
+        XCTAssertEqual(try stored("+8613900000001", in: path), "block #1")
+        XCTAssertEqual(try stored("+8613000000000", in: path), "block")
+    }
+
+    /// Random changes: after compaction the file says exactly what file and
+    /// journal said together, for every key ever touched.
+    func testCompactionAgreesWithTheJournalOnRandomChanges() throws {
+        var rng = SeededGenerator(seed: 0x6A6F_7572)
+        for round in 0..<6 {
+            var lines: [String] = []
+            for i in 0..<40 { lines.append("+86138000\(String(format: "%05d", i * 7)),\(i % 3 == 0 ? "identify" : "block"),L\(i % 5)") }
+            lines.append("+86170*,block,Range")
+            lines.append("+861380000*,identify,Wide")
+            let path = try directory(lines, named: "r\(round).lkd")
+            var keys = Set<String>()
+            for _ in 0..<60 {
+                let number = Bool.random(using: &rng)
+                    ? "+86138000\(String(format: "%05d", Int.random(in: 0..<300, using: &rng)))"
+                    : ["+86170*", "+861380000*", "+8617055*", "+86138*"].randomElement(using: &rng)!
+                keys.insert(number)
+                if Int.random(in: 0..<3, using: &rng) == 0 {
+                    _ = try? DirectoryUpdates.remove(p(number), directory: path)
+                } else {
+                    let label: [UInt8]? = Bool.random(using: &rng) ? Array("J\(Int.random(in: 0..<4, using: &rng))".utf8) : nil
+                    _ = try DirectoryUpdates.add(p(number), blocked: label == nil || Bool.random(using: &rng), label: label, directory: path)
+                }
+                if Int.random(in: 0..<25, using: &rng) == 0 { _ = try DirectoryUpdates.compact(directory: path) }
+            }
+            let expected = try keys.sorted().map { try stored($0, in: path).split(separator: "#")[0].trimmingCharacters(in: .whitespaces) }
+            _ = try DirectoryUpdates.compact(directory: path)
+            let file = try DirectoryFile(path: path)
+            try file.verify()
+            XCTAssertEqual(try keys.sorted().map { try stored($0, in: path) }, expected, "round \(round)")
+        }
+    }
+
+    /// Appends from many threads (each its own lock holder, as separate
+    /// processes are) never interleave or lose a record.
+    func testConcurrentAppendsAreSerialized() throws {
+        let path = try directory(["+8613800138000,block,Fraud"])
+        let failures = FailureCount()
+        DispatchQueue.concurrentPerform(iterations: 8) { t in
+            for i in 0..<25 {
+                do {
+                    let number = PhoneNumber(value: UInt64("86139\(t)00000\(String(format: "%02d", i))")!)!
+                    _ = try DirectoryUpdates.add(.exact(number), blocked: true, label: nil, directory: path)
+                    if i == 12 && t == 3 { _ = try DirectoryUpdates.compact(directory: path) }
+                } catch {
+                    failures.add()
+                }
+            }
+        }
+        XCTAssertEqual(failures.value, 0)
+        for t in 0..<8 {
+            for i in 0..<25 {
+                XCTAssertTrue(try stored("+86139\(t)00000\(String(format: "%02d", i))", in: path).hasPrefix("block"), "\(t) \(i)")
+            }
+        }
+        let journal = try XCTUnwrap(try JournalFollower.read(path: journalPath(path)))
+        XCTAssertNil(journal.tail)
+        XCTAssertEqual(journal.state.lastSequence, 200)
+    }
+}
+
+final class FailureCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func add() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
+}
