@@ -1,0 +1,148 @@
+import Directory
+
+/// How a feed's download is packed.
+public enum FeedCompression: String, Sendable, CaseIterable {
+    /// Told by the first bytes: gzip (1f 8b), zip (PK\3\4 or an empty archive's PK\5\6), else none.
+    case auto
+    case none
+    case gzip
+    case zip
+}
+
+/// One `feed = NAME URL [options]` line: a list published over HTTP(S) that `lookupd update`
+/// downloads, checks and compiles into a directory file.
+public struct FeedConfig: Equatable, Sendable {
+    /// Names state files and Prometheus labels, hence the restricted spelling.
+    public var name: String
+    public var url: String
+    /// The directory file written; nil: `STATE-DIRECTORY/directories/NAME.lkd`.
+    /// Several feeds may name the same file: they are merged, the first configured winning.
+    public var into: String?
+    /// Overrides the format told by the file (or archive member) name.
+    public var format: SourceFormat?
+    public var compression: FeedCompression = .auto
+    /// Zip members to read, in this order; empty: every member whose name tells its format.
+    public var members: [String] = []
+    /// A small JSON document next to the list: version, size, count, sha256.
+    public var manifest: String?
+    /// Expected SHA-256 of the download (lowercase hex).
+    public var sha256: String?
+    /// Bytes allowed for the download and, separately, for the unpacked list.
+    public var maxSize: Int64 = 1 << 30
+    /// Seconds allowed for each download, from connect to the last byte.
+    public var timeout: Int = 300
+    /// A new list with fewer entries than this percentage below the installed one is refused.
+    public var maxShrink: Int = 50
+
+    public init(name: String, url: String) {
+        self.name = name
+        self.url = url
+    }
+
+    static let optionNames = ["into", "format", "compression", "members", "manifest", "sha256", "max-size", "timeout", "max-shrink"]
+
+    /// Parses the value of a `feed =` line; `resolve` makes `into=` paths absolute.
+    static func parse(_ value: String, resolve: (String) -> String) throws(ConfigParser.ValueError) -> FeedConfig {
+        let words = try ConfigParser.splitWords(value)
+        guard words.count >= 2 else { throw ConfigParser.ValueError("expected NAME URL [options], e.g. feed = spamco https://feeds.example/spam.csv.gz") }
+        guard isValidName(words[0]) else {
+            throw ConfigParser.ValueError("feed name '\(words[0])': use letters, digits, '.', '_' and '-' (at most 64, starting with a letter or digit)")
+        }
+        guard let url = httpURL(words[1]) else { throw ConfigParser.ValueError("'\(words[1])' is not an http:// or https:// URL") }
+        var feed = FeedConfig(name: words[0], url: url)
+        var seen = Set<String>()
+        for word in words.dropFirst(2) {
+            guard let eq = word.firstIndex(of: "=") else { throw ConfigParser.ValueError("expected key=value after the URL, got '\(word)'") }
+            let key = String(word[..<eq]), value = String(word[word.index(after: eq)...])
+            guard optionNames.contains(key) else {
+                throw ConfigParser.ValueError("unknown feed option '\(key)' (expected \(optionNames.map { $0 + "=" }.joined(separator: ", ")))")
+            }
+            guard seen.insert(key).inserted else { throw ConfigParser.ValueError("feed option \(key)= given twice") }
+            guard !value.isEmpty else { throw ConfigParser.ValueError("\(key)= needs a value") }
+            switch key {
+            case "into":
+                feed.into = resolve(value)
+            case "format":
+                guard let f = SourceFormat(rawValue: value) else { throw ConfigParser.ValueError("format= must be csv, json, text or vcard") }
+                feed.format = f
+            case "compression":
+                guard let c = FeedCompression(rawValue: value) else { throw ConfigParser.ValueError("compression= must be auto, none, gzip or zip") }
+                feed.compression = c
+            case "members":
+                let names = value.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+                guard !names.contains(where: \.isEmpty) else { throw ConfigParser.ValueError("members= expects NAME[,NAME...]") }
+                feed.members = names
+            case "manifest":
+                guard let m = httpURL(value) else { throw ConfigParser.ValueError("manifest= '\(value)' is not an http:// or https:// URL") }
+                feed.manifest = m
+            case "sha256":
+                let hex = value.lowercased()
+                guard hex.utf8.count == 64, hex.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) else {
+                    throw ConfigParser.ValueError("sha256= expects 64 hexadecimal digits")
+                }
+                feed.sha256 = hex
+            case "max-size":
+                guard let n = parseByteSize(value), n >= 1024, n <= 1 << 40 else {
+                    throw ConfigParser.ValueError("max-size= expects bytes from 1024 to 1T, optionally with K, M or G (e.g. 200M)")
+                }
+                feed.maxSize = n
+            case "timeout":
+                guard let n = Int(value), n >= 1, n <= 86400 else { throw ConfigParser.ValueError("timeout= expects seconds from 1 to 86400") }
+                feed.timeout = n
+            case "max-shrink":
+                var text = Substring(value)
+                if text.hasSuffix("%") { text = text.dropLast() }
+                guard let n = Int(text), n >= 0, n <= 100 else { throw ConfigParser.ValueError("max-shrink= expects a percentage from 0 to 100") }
+                feed.maxShrink = n
+            default:
+                break
+            }
+        }
+        if feed.compression != .zip && feed.compression != .auto && !feed.members.isEmpty {
+            throw ConfigParser.ValueError("members= only applies to zip archives (compression=zip or auto)")
+        }
+        return feed
+    }
+
+    static func isValidName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard (1...64).contains(bytes.count), isAlphanumeric(bytes[0]) else { return false }
+        return bytes.allSatisfy { isAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
+    }
+
+    private static func isAlphanumeric(_ c: UInt8) -> Bool {
+        (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A)
+    }
+
+    /// The URL when it is http(s) with a host and nothing a request line could be split on.
+    static func httpURL(_ text: String) -> String? {
+        let lower = text.lowercased()
+        let rest: Substring
+        if lower.hasPrefix("http://") { rest = text.dropFirst(7) } else if lower.hasPrefix("https://") { rest = text.dropFirst(8) } else { return nil }
+        guard let host = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first, !host.isEmpty else { return nil }
+        guard text.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7F }) else { return nil }
+        return text
+    }
+
+    /// `N`, `NK`, `NM`, `NG` or `NT` (powers of 1024).
+    static func parseByteSize(_ text: String) -> Int64? {
+        var digits = Substring(text)
+        var scale: Int64 = 1
+        if let last = digits.last, let power = ["K": 1, "M": 2, "G": 3, "T": 4][last.uppercased()] {
+            scale = Int64(1) << (10 * power)
+            digits = digits.dropLast()
+        }
+        guard let n = Int64(digits), n >= 0 else { return nil }
+        let (product, overflow) = n.multipliedReportingOverflow(by: scale)
+        return overflow ? nil : product
+    }
+}
+
+extension LookupdConfig {
+    /// The directory file `feed` is installed into.
+    public func target(of feed: FeedConfig) -> String {
+        if let into = feed.into { return into }
+        let base = stateDirectory.hasSuffix("/") ? String(stateDirectory.dropLast()) : stateDirectory
+        return "\(base)/directories/\(feed.name).lkd"
+    }
+}

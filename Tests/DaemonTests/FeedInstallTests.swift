@@ -1,0 +1,178 @@
+import Foundation
+import Glibc
+import XCTest
+
+/// `lookupd update` against a running daemon: the feed server publishes version 2 of the
+/// standard directory while closed-loop senders place calls; the update installs it and asks
+/// the daemon to reload over the control socket. Every call is answered, each answer is the
+/// old or the new one, and every call placed after the update returned gets the new one.
+final class FeedInstallTests: DaemonTestCase {
+    func testUpdateUnderTrafficSwapsTheListWithoutLosingACall() throws {
+        let server = try FeedPublisher(root: path("www"))
+        defer { server.stop() }
+        try compile(Lists.directoryCSV, to: "spam.lkd")
+        server.publish("spam.csv", ReloadTests.directoryV2)
+        let daemon = try startDaemon(["log-level = notice", "feed = spam \(server.url("f/spam.csv")) into=spam.lkd"],
+                                     directories: ["spam.lkd name=spam"])
+        let port = daemon.port
+
+        let recorder = Recorder()
+        let callers = ReloadTests.expectations.map(\.caller)
+        let senders = 4
+        let finished = DispatchSemaphore(value: 0)
+        for k in 0..<senders {
+            Thread {
+                defer { finished.signal() }
+                var i = k
+                while !recorder.isStopped {
+                    guard let peer = try? UDPPeer() else { return recorder.fail("cannot open a UDP socket") }
+                    let caller = callers[i % callers.count]
+                    i += 1
+                    let sent = monotonicSeconds()
+                    let answer = peer.exchange(invite(from: "<sip:\(caller)@pbx.example>", port: port), port: port, timeout: 2)
+                    recorder.add(.init(caller: caller, sent: sent, received: monotonicSeconds(), status: answer?.statusLine,
+                                       label: answer?.header("X-Caller-Label")))
+                }
+            }.start()
+        }
+        var stopped = false
+        func stopSenders() {
+            guard !stopped else { return }
+            stopped = true
+            recorder.stop()
+            for _ in 0..<senders { XCTAssertEqual(finished.wait(timeout: .now() + 10), .success) }
+        }
+        defer { stopSenders() }
+
+        usleep(800_000)
+        let updateStarted = monotonicSeconds()
+        let update = try lookupd(["update", "--config", daemon.configPath])
+        let updateDone = monotonicSeconds()
+        usleep(800_000)
+        stopSenders()
+
+        XCTAssertEqual(update.status, 0, update.summary)
+        XCTAssertTrue(update.stdout.contains("spam: downloaded"), update.stdout)
+        XCTAssertTrue(update.stdout.contains("daemon: reloaded (control socket) generation 2"), update.stdout)
+        XCTAssertNil(recorder.failure)
+        let entries = recorder.entries
+        XCTAssertGreaterThan(entries.count, 200, "the senders should have made many requests")
+        let lost = entries.filter { $0.status == nil }
+        XCTAssertEqual(lost.count, 0, "requests without an answer: \(lost.prefix(5))")
+        var oldCount = 0, newCount = 0
+        var wrong: [String] = [], lateOld: [String] = [], earlyNew: [String] = []
+        for e in entries where e.status != nil {
+            let expected = ReloadTests.expectations.first { $0.caller == e.caller }!
+            let got = (e.status!, e.label)
+            let isOld = got == (expected.v1.0, expected.v1.1.map(Answer.quoted))
+            let isNew = got == (expected.v2.0, expected.v2.1.map(Answer.quoted))
+            if !isOld && !isNew { wrong.append("\(e)") }
+            if e.sent > updateDone && !isNew { lateOld.append("\(e)") }
+            if e.received < updateStarted && !isOld { earlyNew.append("\(e)") }
+            if isOld && !isNew { oldCount += 1 }
+            if isNew && !isOld { newCount += 1 }
+        }
+        XCTAssertEqual(wrong.count, 0, "answers that are neither the old nor the new one, e.g. \(wrong.prefix(5))")
+        XCTAssertEqual(lateOld.count, 0, "calls placed after `lookupd update` returned that got the old answer, e.g. \(lateOld.prefix(5))")
+        XCTAssertEqual(earlyNew.count, 0, "calls answered before the update began that got the new answer, e.g. \(earlyNew.prefix(5))")
+        XCTAssertGreaterThan(oldCount, 0)
+        XCTAssertGreaterThan(newCount, 0)
+
+        // The feed in the daemon's stats, from the state file lookupd update wrote.
+        var stats = try stats(daemon)
+        XCTAssertEqual(stats["lookupd_generation"], 2, stats.text)
+        XCTAssertEqual(stats["lookupd_reloads_total"], 1, stats.text)
+        let info = stats.family("lookupd_feed_info")
+        XCTAssertEqual(info.count, 1, stats.text)
+        let series = try XCTUnwrap(info.keys.first)
+        let version = try XCTUnwrap(series.split(separator: "\"").drop { !$0.hasSuffix("version=") }.dropFirst().first, stats.text)
+        XCTAssertEqual(version.count, 14, "no manifest: the version is the install time \(series)")
+        XCTAssertTrue(series.contains("feed=\"spam\""), stats.text)
+        XCTAssertTrue(series.contains("into=\"\(path("spam.lkd"))\""), stats.text)
+        XCTAssertEqual(stats[#"lookupd_feed_entries{feed="spam"}"#], 9, stats.text)
+        XCTAssertEqual(stats[#"lookupd_feed_last_update_failed{feed="spam"}"#], 0, stats.text)
+        let updated = stats[#"lookupd_feed_updated_timestamp_seconds{feed="spam"}"#]
+        XCTAssertLessThanOrEqual(abs(updated - Int(time(nil))), 60, stats.text)
+        XCTAssertTrue(stats.text.contains("# TYPE lookupd_feed_info gauge"), stats.text)
+        XCTAssertTrue(stats.text.contains("lookupd_directory_version{directory=\"spam\""), stats.text)
+        XCTAssertTrue(stats.text.contains("} \(version)\n"), "the directory version is the feed's: \(stats.text)")
+
+        // Unchanged: one 304, nothing installed, no reload.
+        let again = try lookupd(["update", "--config", daemon.configPath])
+        XCTAssertEqual(again.status, 0, again.summary)
+        XCTAssertTrue(again.stdout.contains("spam: not modified (HTTP 304)"), again.stdout)
+        stats = try self.stats(daemon)
+        XCTAssertEqual(stats["lookupd_generation"], 2, stats.text)
+
+        // A broken download: the daemon keeps serving version 2, and the stats say the feed failed.
+        server.publish("spam.csv", "number,action,label\nnot-a-number,block,x\n")
+        let broken = try lookupd(["update", "--config", daemon.configPath])
+        XCTAssertEqual(broken.status, 1, broken.summary)
+        stats = try self.stats(daemon)
+        XCTAssertEqual(stats["lookupd_generation"], 2, stats.text)
+        XCTAssertEqual(stats[#"lookupd_feed_last_update_failed{feed="spam"}"#], 1, stats.text)
+        XCTAssertEqual(stats[#"lookupd_feed_entries{feed="spam"}"#], 9, stats.text)
+        let peer = try UDPPeer()
+        let answer = peer.exchange(invite(from: "<sip:\(Caller.unknown)@pbx.example>", port: port), port: port)
+        XCTAssertEqual(answer?.statusLine, "603 Decline")
+        XCTAssertEqual(answer?.header("X-Caller-Label"), "\"Newly Blocked\"")
+
+        // Rollback puts version 1 back and reloads.
+        let rollback = try lookupd(["update", "--config", daemon.configPath, "--rollback", "spam"])
+        XCTAssertEqual(rollback.status, 0, rollback.summary)
+        XCTAssertTrue(rollback.stdout.contains("daemon: reloaded"), rollback.stdout)
+        let rolled = peer.exchange(invite(from: "<sip:\(Caller.unknown)@pbx.example>", port: port), port: port)
+        XCTAssertEqual(rolled?.statusLine, "302 Moved Temporarily")
+    }
+}
+
+/// Tests/Fixtures/feeds/feed-server.py on 127.0.0.1 (the FeedTests target has the full
+/// version of this helper); stopped by PID.
+final class FeedPublisher {
+    let root: String
+    let process = Process()
+    private(set) var port: UInt16 = 0
+
+    init(root: String) throws {
+        self.root = root
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let out = root + "/../feed-server.out"
+        _ = FileManager.default.createFile(atPath: out, contents: nil)
+        let python = (["/usr/bin"] + (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init))
+            .map { $0 + "/python3" }.first { FileManager.default.isExecutableFile(atPath: $0) } ?? "/usr/bin/python3"
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [fixturesDirectory.appendingPathComponent("feeds/feed-server.py").path, root]
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
+        process.standardOutput = handle
+        process.standardError = handle
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        try? handle.close()
+        let started = eventually(timeout: 15) {
+            if let line = readText(out).split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }), let p = UInt16(line.dropFirst(5)) {
+                port = p
+                return true
+            }
+            return !process.isRunning
+        }
+        guard started, port != 0 else {
+            stop()
+            throw HarnessError.failed("the feed server did not start: \(readText(out))")
+        }
+    }
+
+    func url(_ path: String) -> String { "http://127.0.0.1:\(port)/\(path)" }
+
+    func publish(_ name: String, _ text: String) {
+        _ = FileManager.default.createFile(atPath: root + "/" + name, contents: Data(text.utf8))
+    }
+
+    func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        let deadline = monotonicSeconds() + 5
+        while process.isRunning && monotonicSeconds() < deadline { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}
