@@ -124,6 +124,7 @@ struct Responder {
         // first, it carries the number plainly), otherwise From.
         var identity = SIPIdentityURI.from
         var user: SIPText? = request.from.uri.userOrNumber
+        var callerURI = request.from.uri
         if !set.config.trustAssertedIdentityFrom.isEmpty, set.isTrusted(sourceIP) {
             let asserted = request.assertedIdentities
             var chosen: Int? = nil
@@ -132,51 +133,54 @@ struct Responder {
             if let chosen {
                 identity = .assertedIdentity(chosen)
                 user = asserted[chosen].uri.userOrNumber
+                callerURI = asserted[chosen].uri
             }
         }
         let screening = set.screening
-        var decision: Decision
-        if let user {
-            decision = screening.decide(identity: user.bytes)
-            // Privacy: id (RFC 3325) asks that the callee not learn who calls:
-            // no label, treated as anonymous. It is no shield against a block,
-            // or every spammer would send it.
-            if request.privacy.contains(.id), decision.verdict != .blocked {
-                decision = Decision(verdict: .anonymous)
-            }
-        } else {
-            decision = Decision(verdict: .anonymous)
-        }
+        let decision = decideCall(request, caller: user, callerURI: callerURI, set: set)
         countVerdict(decision.verdict)
+        countPolicy(decision)
 
         var response: SIPResponse
         switch decision.verdict {
         case .blocked:
-            let index: Int
-            if case .directory(let i)? = decision.source { index = i } else { index = 0 }
-            let block = index < set.blockResponses.count ? set.blockResponses[index] : set.config.blockResponse
+            // A directory's own block-response=, else (policies too) the configured one.
+            var block = set.config.blockResponse
+            if case .directory(let i)? = decision.source, i < set.blockResponses.count { block = set.blockResponses[i] }
             response = SIPResponse(statusCode: block.code, reasonPhrase: block.reasonPhrase, source: source,
                                    labelHeaderName: set.config.labelHeader,
                                    headers: block == .networkBlocked ? networkBlockedHeaders : [])
         case .identified, .contact:
             response = SIPResponse(statusCode: 302, reasonPhrase: "Moved Temporarily", source: source,
                                    contact: .requestURI, identity: identity, labelHeaderName: set.config.labelHeader)
-        case .unknown, .anonymous, .invalid:
-            let unknown = set.config.unknownResponse
-            response = SIPResponse(statusCode: unknown.code, reasonPhrase: unknown.reasonPhrase, source: source,
-                                   contact: unknown == .redirect ? .requestURI : nil, labelHeaderName: set.config.labelHeader)
+        case .unknown, .anonymous, .invalid, .bypassed:
+            if decision.label != nil {
+                // A policy's label (anonymous-callers = label, ...) is shown like a directory's.
+                response = SIPResponse(statusCode: 302, reasonPhrase: "Moved Temporarily", source: source,
+                                       contact: .requestURI, identity: identity, labelHeaderName: set.config.labelHeader)
+            } else {
+                let unknown = set.config.unknownResponse
+                response = SIPResponse(statusCode: unknown.code, reasonPhrase: unknown.reasonPhrase, source: source,
+                                       contact: unknown == .redirect ? .requestURI : nil, labelHeaderName: set.config.labelHeader)
+            }
         }
         let length: Int
         if let label = decision.label {
             length = screening.withLabel(label) { bytes in
                 response.label = .buffer(bytes)
-                return write(request, response, into: out)
+                return write(request, &response, into: out)
             }
         } else {
-            length = write(request, response, into: out)
+            length = write(request, &response, into: out)
         }
         logCall(request, decision, status: response.statusCode, set: set, source: source, log: &log)
         return length
+    }
+
+    /// For a response held in a variable (captured by the label closure above): passed in place,
+    /// which spares a copy of the whole response per call.
+    private func write(_ request: SIPRequest, _ response: inout SIPResponse, into out: UnsafeMutableRawBufferPointer) -> Int {
+        write(request, response, into: out)
     }
 
     private func write(_ request: SIPRequest, _ response: SIPResponse, into out: UnsafeMutableRawBufferPointer) -> Int {
@@ -214,13 +218,16 @@ struct Responder {
         case .unknown: counters.add(.verdictUnknown)
         case .anonymous: counters.add(.verdictAnonymous)
         case .invalid: counters.add(.verdictInvalid)
+        case .bypassed: counters.add(.verdictBypassed)
         }
     }
 
-    /// One line per blocked or identified call at info; unknown ones at debug.
+    /// One line at info per call blocked, identified, a contact's, or one a
+    /// policy or time window took part in; the others at debug.
     private func logCall(_ request: SIPRequest, _ d: Decision, status: Int, set: ServingSet,
                          source: SIPSourceAddress, log: inout LogBuffer) {
-        let level: LogLevel = (d.verdict == .blocked || d.verdict == .identified || d.verdict == .contact) ? .info : .debug
+        let level: LogLevel = (d.verdict == .blocked || d.verdict == .identified || d.verdict == .contact || d.policy != nil
+                               || d.inactiveDirectory != nil) ? .info : .debug
         guard log.enabled(level) else { return }
         log.begin(level)
         log.text("call")
@@ -231,6 +238,7 @@ struct Responder {
         if let label = d.label { set.screening.withLabel(label) { log.field("label", $0) } }
         if let s = d.source { log.field("source", set.screening.sourceName(s)) }
         if let m = d.match { log.field("match", m.description) }
+        logDecisionDetails(d, set: set, log: &log)
         log.field("call-id", request.callID.bytes)
         log.field("from", source.ip.contains(":") ? "[\(source.ip)]:\(source.port)" : "\(source.ip):\(source.port)")
         log.end()

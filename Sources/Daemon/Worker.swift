@@ -53,9 +53,11 @@ final class Worker: @unchecked Sendable {
     private var udpSockets: [Int32] = []
     private var tcpListeners: [Int32] = []
     private var connections: [Int32: TCPConnection] = [:]
-    private var set: ServingSet
-    private var responder: Responder
-    private var log: LogBuffer
+    // Only this worker's thread touches these, and never in overlapping accesses: they opt out
+    // of the run-time exclusivity checks that would otherwise run for every message.
+    @exclusivity(unchecked) private var set: ServingSet
+    @exclusivity(unchecked) private var responder: Responder
+    @exclusivity(unchecked) private var log: LogBuffer
     private let maxMessageSize: Int
 
     // UDP batch buffers, allocated once.

@@ -26,17 +26,28 @@ public struct SIPParameters: Sequence {
         var position = 0
 
         public mutating func next() -> Parameter? {
-            while position < text.count {
-                // Items are separated by ';'; quoted values may contain ';'.
+            // Items are separated by ';'; quoted values may contain ';' (as `nextSeparator`).
+            // Written out on the raw bytes: this runs for every tag, branch and rport lookup.
+            guard let p = text.baseAddress else { return nil }
+            let n = text.count
+            @inline(__always) func at(_ i: Int) -> UInt8 { p.load(fromByteOffset: i, as: UInt8.self) }
+            while position < n {
                 let start = position
                 let end = nextSeparator(in: text, from: start, separator: ASCII.semicolon, respectAngles: false)
                 position = end + 1
-                let item = text.slice(start, end).trimmingLWS()
-                if item.count == 0 { continue }
-                if let eq = item.firstIndex(of: ASCII.equals) {
-                    return Parameter(name: item.slice(0, eq).trimmingLWS(), value: item.slice(eq + 1, item.count).trimmingLWS())
-                }
-                return Parameter(name: item, value: nil)
+                var lo = start, hi = end
+                while lo < hi, isLWS(at(lo)) { lo += 1 }
+                while hi > lo, isLWS(at(hi - 1)) { hi -= 1 }
+                if lo == hi { continue }
+                var eq = lo
+                while eq < hi, at(eq) != ASCII.equals { eq += 1 }
+                if eq == hi { return Parameter(name: SIPText(baseAddress: p + lo, count: hi - lo), value: nil) }
+                var nameEnd = eq
+                while nameEnd > lo, isLWS(at(nameEnd - 1)) { nameEnd -= 1 }
+                var valueStart = eq + 1
+                while valueStart < hi, isLWS(at(valueStart)) { valueStart += 1 }
+                return Parameter(name: SIPText(baseAddress: p + lo, count: nameEnd - lo),
+                                 value: SIPText(baseAddress: p + valueStart, count: hi - valueStart))
             }
             return nil
         }

@@ -40,7 +40,8 @@ struct Arena {
     /// %-decoding that keeps NUL bytes (RFC 4475 §3.1.1.4) and leaves a `%` that is not followed
     /// by two hex digits as it is.
     mutating func percentDecoded(_ text: SIPText) -> SIPText {
-        guard text.firstIndex(of: ASCII.percent) != nil, let out = allocate(text.count) else { return text }
+        guard let p = text.baseAddress, firstOf(ASCII.percent, ASCII.percent, in: p, from: 0, to: text.count) < text.count,
+              let out = allocate(text.count) else { return text }
         var n = 0, i = 0
         while i < text.count {
             var b = text[i]

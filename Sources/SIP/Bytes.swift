@@ -1,3 +1,4 @@
+import CSupport
 import Glibc
 
 // Byte constants and character classes shared by the scanner, the parsers and the writer.
@@ -28,14 +29,9 @@ enum ASCII {
 }
 
 /// RFC 3261 `token` characters: alphanum / "-" / "." / "!" / "%" / "*" / "_" / "+" / "`" / "'" / "~",
-/// as two 64-bit masks (bytes 0-63 and 64-127) so the check needs no table and no lazy global.
-private let tokenMaskLow: UInt64 = 0x03ff_6ca2_0000_0000
-private let tokenMaskHigh: UInt64 = 0x47ff_ffff_87ff_fffe
-
+/// looked up in CSupport's byte-class table (one load, no lazy global; PlainSyntaxTests checks it).
 @inline(__always) func isTokenByte(_ b: UInt8) -> Bool {
-    if b < 64 { return (tokenMaskLow >> UInt64(b)) & 1 != 0 }
-    if b < 128 { return (tokenMaskHigh >> UInt64(b &- 64)) & 1 != 0 }
-    return false
+    lookupd_sip_class(b) & UInt8(LOOKUPD_SIP_TOKEN) != 0
 }
 @inline(__always) func isDigit(_ b: UInt8) -> Bool { b &- 0x30 < 10 }
 @inline(__always) func isAlpha(_ b: UInt8) -> Bool { (b | 0x20) &- 0x61 < 26 }
@@ -76,11 +72,15 @@ extension SIPText {
     }
 
     /// Case-insensitive comparison against an ASCII literal (header names, scheme names).
+    @inline(__always)
     func equalsLiteral(_ literal: StaticString) -> Bool {
-        guard literal.utf8CodeUnitCount == count else { return false }
-        // Most candidates differ in the first byte; skip the loop for them.
-        if count > 0, lowerASCII(self[0]) != lowerASCII(literal.utf8Start[0]) { return false }
-        return asciiCaseInsensitiveEqual(bytes, UnsafeRawBufferPointer(start: literal.utf8Start, count: count))
+        let n = literal.utf8CodeUnitCount
+        guard n == count else { return false }
+        guard n > 0, let p = baseAddress else { return true }
+        let l = literal.utf8Start
+        // Most candidates differ in the first byte; the loop stops there.
+        for i in 0..<n where lowerASCII(p.load(fromByteOffset: i, as: UInt8.self)) != lowerASCII(l[i]) { return false }
+        return true
     }
 
     func exactlyEqualsLiteral(_ literal: StaticString) -> Bool {
@@ -88,16 +88,26 @@ extension SIPText {
         return memcmpEqual(bytes, UnsafeRawBufferPointer(start: literal.utf8Start, count: count))
     }
 
+    @inline(__always)
     func firstIndex(of byte: UInt8, from start: Int = 0) -> Int? {
         guard let base = baseAddress, start < count else { return nil }
+        // Short spans (most header pieces) are cheaper to walk than to hand to memchr.
+        if count - start <= 16 {
+            var i = start
+            while i < count {
+                if base.load(fromByteOffset: i, as: UInt8.self) == byte { return i }
+                i += 1
+            }
+            return nil
+        }
         guard let hit = memchr(base + start, Int32(byte), count - start) else { return nil }
         return UnsafeRawPointer(hit) - base
     }
 
     /// True when every byte is a token character (and there is at least one).
     var isToken: Bool {
-        guard count > 0 else { return false }
-        for b in self where !isTokenByte(b) { return false }
+        guard count > 0, let p = baseAddress else { return false }
+        for i in 0..<count where !isTokenByte(p.load(fromByteOffset: i, as: UInt8.self)) { return false }
         return true
     }
 
@@ -116,14 +126,56 @@ extension SIPText {
     }
 }
 
+/// The offset of the first byte equal to `a` or `b` in `p[from..<to]`, or `to`. Eight bytes
+/// at a time (the classic "has zero byte" test on the XOR with each byte repeated); it never
+/// reads outside `p[from..<to]`.
+@inline(__always)
+func firstOf(_ a: UInt8, _ b: UInt8, in p: UnsafeRawPointer, from: Int, to: Int) -> Int {
+    let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+    let ma = ones &* UInt64(a), mb = ones &* UInt64(b)
+    var i = from
+    while i + 8 <= to {
+        let x = p.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+        let xa = x ^ ma, xb = x ^ mb
+        // The lowest set high bit marks the first matching byte exactly (little-endian).
+        let hit = ((xa &- ones) & ~xa | (xb &- ones) & ~xb) & highs
+        if hit != 0 { return i + hit.trailingZeroBitCount >> 3 }
+        i += 8
+    }
+    while i < to {
+        let c = p.load(fromByteOffset: i, as: UInt8.self)
+        if c == a || c == b { return i }
+        i += 1
+    }
+    return to
+}
+
 /// Scans `;`- or `,`-separated items while honouring quoted strings (and, optionally, `<...>`),
 /// because a separator inside `"Doe, John"` or `<sip:a;b@c>` does not end the item.
 func nextSeparator(in text: SIPText, from start: Int, separator: UInt8, respectAngles: Bool) -> Int {
+    guard let p = text.baseAddress else { return text.count }
+    if !respectAngles {
+        // Jump from quote to separator; walk only inside quoted strings.
+        var i = start
+        while true {
+            i = firstOf(separator, ASCII.quote, in: p, from: i, to: text.count)
+            if i >= text.count { return text.count }
+            if p.load(fromByteOffset: i, as: UInt8.self) == separator { return i }
+            i += 1
+            while i < text.count {
+                let b = p.load(fromByteOffset: i, as: UInt8.self)
+                if b == ASCII.backslash { i += 2; continue }
+                i += 1
+                if b == ASCII.quote { break }
+            }
+            if i >= text.count { return text.count }
+        }
+    }
     var i = start
     var inQuotes = false
     var angleDepth = 0
     while i < text.count {
-        let b = text[i]
+        let b = p.load(fromByteOffset: i, as: UInt8.self)
         if inQuotes {
             if b == ASCII.backslash { i += 2; continue }
             if b == ASCII.quote { inQuotes = false }

@@ -1,7 +1,54 @@
+import CSupport
+
 /// Headers lookupd's own scanner keeps track of.
 enum HeaderKind {
     case via, from, to, callID, cseq, maxForwards, contentLength, contentType
     case require, proxyRequire, privacy, pAssertedIdentity, other
+
+    /// As `init(name:)` for a name already known to be a token, which allows a cheaper
+    /// comparison: for a token byte `b` and a literal of lowercase letters and '-',
+    /// `b | 0x20 == literal` holds exactly when `b` matches ignoring case (the only other byte
+    /// that ORs to '-' is CR, which is not a token character).
+    init(token name: SIPText) {
+        let p = name.baseAddress.unsafelyUnwrapped
+        @inline(__always) func equals(_ literal: StaticString) -> Bool {
+            let l = literal.utf8Start
+            for i in 1..<literal.utf8CodeUnitCount where p.load(fromByteOffset: i, as: UInt8.self) | 0x20 != l[i] { return false }
+            return true
+        }
+        let first = p.load(as: UInt8.self) | 0x20
+        switch name.count {
+        case 1:
+            switch first {
+            case UInt8(ascii: "v"): self = .via
+            case UInt8(ascii: "f"): self = .from
+            case UInt8(ascii: "t"): self = .to
+            case UInt8(ascii: "i"): self = .callID
+            case UInt8(ascii: "l"): self = .contentLength
+            case UInt8(ascii: "c"): self = .contentType
+            default: self = .other
+            }
+        case 2: self = first == UInt8(ascii: "t") && equals("to") ? .to : .other
+        case 3: self = first == UInt8(ascii: "v") && equals("via") ? .via : .other
+        case 4:
+            if first == UInt8(ascii: "f") { self = equals("from") ? .from : .other }
+            else if first == UInt8(ascii: "c") { self = equals("cseq") ? .cseq : .other }
+            else { self = .other }
+        case 7:
+            if first == UInt8(ascii: "c") { self = equals("call-id") ? .callID : .other }
+            else if first == UInt8(ascii: "p") { self = equals("privacy") ? .privacy : .other }
+            else if first == UInt8(ascii: "r") { self = equals("require") ? .require : .other }
+            else { self = .other }
+        case 12:
+            if first == UInt8(ascii: "m") { self = equals("max-forwards") ? .maxForwards : .other }
+            else if first == UInt8(ascii: "c") { self = equals("content-type") ? .contentType : .other }
+            else { self = .other }
+        case 13: self = first == UInt8(ascii: "p") && equals("proxy-require") ? .proxyRequire : .other
+        case 14: self = first == UInt8(ascii: "c") && equals("content-length") ? .contentLength : .other
+        case 19: self = first == UInt8(ascii: "p") && equals("p-asserted-identity") ? .pAssertedIdentity : .other
+        default: self = .other
+        }
+    }
 
     /// Long and compact names (RFC 3261 §7.3.3), case-insensitive.
     init(name: SIPText) {
@@ -51,6 +98,13 @@ struct SingleHeader {
 /// buffers are allocated once, the arrays keep their capacity.
 ///
 /// Threading: owned by one `SIPParser`; never shared.
+///
+/// The stored properties opt out of Swift's run-time exclusivity checks
+/// (`@exclusivity(unchecked)`): every access to a class property otherwise costs a
+/// `swift_beginAccess`/`swift_endAccess` pair with a thread-local lookup, about 30 per request
+/// and 7% of the daemon's instructions. That is sound here because a store is only ever used by
+/// its parser's thread and no access to one property overlaps another access to it (values are
+/// read, then written back; `arena` is passed `inout` to functions that never reach the store).
 final class MessageStore {
     enum State { case empty, answerable, request }
 
@@ -59,53 +113,60 @@ final class MessageStore {
     /// A copy of the current packet (without leading CR/LF), so views stay valid even if the
     /// caller reuses its receive buffer before writing the response.
     let raw: UnsafeMutableRawPointer
-    var arena: Arena
+    /// Line positions from the C scanner (`lookupd_sip_lines`), reused per message.
+    let lines: UnsafeMutablePointer<lookupd_sip_line>
+    static let lineCapacity = 64
+    @exclusivity(unchecked) var arena: Arena
 
-    var state = State.empty
+    @exclusivity(unchecked) var state = State.empty
     /// A bare CR or a stray NUL somewhere in the header section: such a packet is never
     /// answered, because copying its headers could put a line break on the wire.
-    var hasUnsafeBytes = false
-    var leadingBytes = 0
+    @exclusivity(unchecked) var hasUnsafeBytes = false
+    @exclusivity(unchecked) var leadingBytes = 0
 
-    var methodText = SIPText.empty
-    var method = SIPMethod.other
-    var requestURIText = SIPText.empty
-    var versionText = SIPText.empty
+    @exclusivity(unchecked) var methodText = SIPText.empty
+    @exclusivity(unchecked) var method = SIPMethod.other
+    @exclusivity(unchecked) var requestURIText = SIPText.empty
+    @exclusivity(unchecked) var versionText = SIPText.empty
 
-    var viaValues: [SIPText] = []
-    var from = SingleHeader()
-    var to = SingleHeader()
-    var callID = SingleHeader()
-    var cseq = SingleHeader()
-    var maxForwards = SingleHeader()
-    var contentLength = SingleHeader()
-    var contentLengthConflict = false
-    var contentType = SingleHeader()
-    var requireValues: [SIPText] = []
-    var proxyRequireValues: [SIPText] = []
-    var privacyValues: [SIPText] = []
-    var assertedIdentityValues: [SIPText] = []
+    @exclusivity(unchecked) var viaValues: [SIPText] = []
+    @exclusivity(unchecked) var from = SingleHeader()
+    @exclusivity(unchecked) var to = SingleHeader()
+    @exclusivity(unchecked) var callID = SingleHeader()
+    @exclusivity(unchecked) var cseq = SingleHeader()
+    @exclusivity(unchecked) var maxForwards = SingleHeader()
+    @exclusivity(unchecked) var contentLength = SingleHeader()
+    @exclusivity(unchecked) var contentLengthConflict = false
+    @exclusivity(unchecked) var contentType = SingleHeader()
+    @exclusivity(unchecked) var requireValues: [SIPText] = []
+    @exclusivity(unchecked) var proxyRequireValues: [SIPText] = []
+    @exclusivity(unchecked) var privacyValues: [SIPText] = []
+    @exclusivity(unchecked) var assertedIdentityValues: [SIPText] = []
 
     // Filled once the packet is known to be a well-formed request.
-    var requestURI = SIPURI()
-    var fromAddress = SIPNameAddress()
-    var toAddress = SIPNameAddress()
-    var topVia = SIPVia()
-    var cseqNumber: UInt32 = 0
-    var cseqMethod = SIPText.empty
-    var maxForwardsValue: Int?
-    var privacy: SIPPrivacy = []
-    var assertedIdentities: [SIPNameAddress] = []
-    var invalidAssertedIdentityCount = 0
-    var bodyStart = 0
-    var bodyLength = 0
+    @exclusivity(unchecked) var requestURI = SIPURI()
+    @exclusivity(unchecked) var fromAddress = SIPNameAddress()
+    @exclusivity(unchecked) var toAddress = SIPNameAddress()
+    @exclusivity(unchecked) var topVia = SIPVia()
+    @exclusivity(unchecked) var cseqNumber: UInt32 = 0
+    @exclusivity(unchecked) var cseqMethod = SIPText.empty
+    @exclusivity(unchecked) var maxForwardsValue: Int?
+    @exclusivity(unchecked) var privacy: SIPPrivacy = []
+    @exclusivity(unchecked) var assertedIdentities: [SIPNameAddress] = []
+    @exclusivity(unchecked) var invalidAssertedIdentityCount = 0
+    @exclusivity(unchecked) var bodyStart = 0
+    @exclusivity(unchecked) var bodyLength = 0
 
     static let maxAssertedIdentities = 8
 
     init(maxMessageSize: Int, toTagKey: UInt64) {
         self.maxMessageSize = maxMessageSize
         self.toTagKey = toTagKey
-        raw = UnsafeMutableRawPointer.allocate(byteCount: maxMessageSize + 1, alignment: 16)
+        // 32 bytes more than a message: the line scanner reads in 32-byte blocks and may look
+        // up to 31 bytes past the end (zeroed once, then whatever an earlier message left).
+        raw = UnsafeMutableRawPointer.allocate(byteCount: maxMessageSize + 1 + 32, alignment: 16)
+        raw.initializeMemory(as: UInt8.self, repeating: 0, count: maxMessageSize + 1 + 32)
+        lines = .allocate(capacity: MessageStore.lineCapacity)
         // Derived text never exceeds a few times the header section: unfolded values, decoded
         // user parts, unquoted names and C-string copies each shrink or keep their source size.
         arena = Arena(capacity: 4 * maxMessageSize + 4096)
@@ -119,6 +180,7 @@ final class MessageStore {
 
     deinit {
         raw.deallocate()
+        lines.deallocate()
         arena.deallocate()
     }
 
@@ -134,7 +196,8 @@ final class MessageStore {
         method = .other
         requestURIText = .empty
         versionText = .empty
-        viaValues.removeAll(keepingCapacity: true)
+        // Most of these are empty already: skip the call (it is not free).
+        if !viaValues.isEmpty { viaValues.removeAll(keepingCapacity: true) }
         from = SingleHeader()
         to = SingleHeader()
         callID = SingleHeader()
@@ -143,13 +206,13 @@ final class MessageStore {
         contentLength = SingleHeader()
         contentLengthConflict = false
         contentType = SingleHeader()
-        requireValues.removeAll(keepingCapacity: true)
-        proxyRequireValues.removeAll(keepingCapacity: true)
-        privacyValues.removeAll(keepingCapacity: true)
-        assertedIdentityValues.removeAll(keepingCapacity: true)
+        if !requireValues.isEmpty { requireValues.removeAll(keepingCapacity: true) }
+        if !proxyRequireValues.isEmpty { proxyRequireValues.removeAll(keepingCapacity: true) }
+        if !privacyValues.isEmpty { privacyValues.removeAll(keepingCapacity: true) }
+        if !assertedIdentityValues.isEmpty { assertedIdentityValues.removeAll(keepingCapacity: true) }
         maxForwardsValue = nil
         privacy = []
-        assertedIdentities.removeAll(keepingCapacity: true)
+        if !assertedIdentities.isEmpty { assertedIdentities.removeAll(keepingCapacity: true) }
         invalidAssertedIdentityCount = 0
         bodyStart = 0
         bodyLength = 0

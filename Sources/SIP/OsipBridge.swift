@@ -1,4 +1,5 @@
 import COSIP
+import CSupport
 
 /// The only code that touches libosip2. Every osip object is created, used and freed inside one
 /// call here; nothing osip-owned escapes, so the rest of the module deals in bytes only.
@@ -13,44 +14,49 @@ enum OsipBridge {
         // and is a data race between workers. Installing a discarding sink with no level
         // enabled, before anything can trace, removes both.
         cosip_silence_trace()
+        // Every osip allocation goes through the scratch arena (CSupport/ScratchArena.c): inside
+        // a `withScratch` scope it is carved from a per-thread buffer, elsewhere it is malloc.
+        osip_set_allocators(lookupd_scratch_malloc, lookupd_scratch_realloc, lookupd_scratch_free)
         _ = parser_init()
     }
 
+    /// Runs one osip parse with its allocations in the thread's scratch arena. When every
+    /// allocation came from the arena the parsed object is dropped with it, without walking
+    /// osip's free functions; otherwise (arena full) `free` releases it, which frees the
+    /// malloc'd pieces and skips the arena ones.
+    @inline(__always)
+    private static func withScratch<T>(_ initialize: (UnsafeMutablePointer<UnsafeMutablePointer<T>?>) -> Int32,
+                                       _ parse: (UnsafeMutablePointer<T>) -> Int32,
+                                       _ free: (UnsafeMutablePointer<T>) -> Void) -> Bool {
+        let mark = lookupd_scratch_begin()
+        defer { lookupd_scratch_end() }
+        var object: UnsafeMutablePointer<T>?
+        guard initialize(&object) == 0, let object else { return false }
+        let ok = parse(object) == 0
+        if lookupd_scratch_clean(mark) == 0 { free(object) }
+        return ok
+    }
+
     static func acceptsVia(_ cString: UnsafePointer<CChar>) -> Bool {
-        var via: UnsafeMutablePointer<osip_via_t>?
-        guard osip_via_init(&via) == 0, let via else { return false }
-        defer { osip_via_free(via) }
-        return osip_via_parse(via, cString) == 0
+        withScratch({ osip_via_init($0) }, { osip_via_parse($0, cString) }, { osip_via_free($0) })
     }
 
     static func acceptsCallID(_ cString: UnsafePointer<CChar>) -> Bool {
-        var callID: UnsafeMutablePointer<osip_call_id_t>?
-        guard osip_call_id_init(&callID) == 0, let callID else { return false }
-        defer { osip_call_id_free(callID) }
-        return osip_call_id_parse(callID, cString) == 0
+        withScratch({ osip_call_id_init($0) }, { osip_call_id_parse($0, cString) }, { osip_call_id_free($0) })
     }
 
     static func acceptsCSeq(_ cString: UnsafePointer<CChar>) -> Bool {
-        var cseq: UnsafeMutablePointer<osip_cseq_t>?
-        guard osip_cseq_init(&cseq) == 0, let cseq else { return false }
-        defer { osip_cseq_free(cseq) }
-        return osip_cseq_parse(cseq, cString) == 0
+        withScratch({ osip_cseq_init($0) }, { osip_cseq_parse($0, cString) }, { osip_cseq_free($0) })
     }
 
     static func acceptsURI(_ cString: UnsafePointer<CChar>) -> Bool {
-        var uri: UnsafeMutablePointer<osip_uri_t>?
-        guard osip_uri_init(&uri) == 0, let uri else { return false }
-        defer { osip_uri_free(uri) }
-        return osip_uri_parse(uri, cString) == 0
+        withScratch({ osip_uri_init($0) }, { osip_uri_parse($0, cString) }, { osip_uri_free($0) })
     }
 
     /// Validates a name-addr/addr-spec value (used for P-Asserted-Identity, which osip keeps as
     /// an opaque extension header).
     static func acceptsNameAddress(_ cString: UnsafePointer<CChar>) -> Bool {
-        var from: UnsafeMutablePointer<osip_from_t>?
-        guard osip_from_init(&from) == 0, let from else { return false }
-        defer { osip_from_free(from) }
-        return osip_from_parse(from, cString) == 0
+        withScratch({ osip_from_init($0) }, { osip_from_parse($0, cString) }, { osip_from_free($0) })
     }
 }
 

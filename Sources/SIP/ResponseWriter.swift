@@ -1,3 +1,5 @@
+import Glibc
+
 /// Where the request came from: the socket peer, not anything the request claims.
 ///
 /// Threading: a plain value; `Sendable`.
@@ -228,26 +230,18 @@ extension SIPRequest {
         if response.identity != nil && identityText == nil && identityString == nil { identityOmitted = true }
 
         // The label is validated once, then used for both headers or for neither.
-        let labelRefusal = withLabelBytes(response.label) { label -> SIPLabelRefusal? in
-            let refusal = label.flatMap(validateLabel)
-            let usable = refusal == nil ? label : nil
-            if identityText != nil || identityString != nil {
-                w.append("P-Asserted-Identity: ")
-                if let usable {
-                    w.appendQuoted(usable)
-                    w.append(" ")
-                }
-                w.append("<")
-                if let t = identityText { w.append(t) } else if let c = identityString { w.appendString(c) }
-                w.append(">\r\n")
+        let labelRefusal: SIPLabelRefusal?
+        switch response.label {
+        case nil:
+            labelRefusal = writeIdentityAndLabel(nil, identityText, identityString, response.labelHeaderName, into: &w)
+        case .buffer(let b):
+            labelRefusal = writeIdentityAndLabel(b, identityText, identityString, response.labelHeaderName, into: &w)
+        case .bytes(let b):
+            labelRefusal = b.withUnsafeBytes { writeIdentityAndLabel($0, identityText, identityString, response.labelHeaderName, into: &w) }
+        case .string(var text):
+            labelRefusal = text.withUTF8 {
+                writeIdentityAndLabel(UnsafeRawBufferPointer($0), identityText, identityString, response.labelHeaderName, into: &w)
             }
-            if let usable {
-                w.appendString(response.labelHeaderName)
-                w.append(": ")
-                w.appendQuoted(usable)
-                w.append("\r\n")
-            }
-            return refusal
         }
 
         for h in response.headers {
@@ -259,6 +253,31 @@ extension SIPRequest {
         w.append("Content-Length: 0\r\n\r\n")
         guard !w.overflowed else { throw .bufferTooSmall }
         return SIPWriteResult(byteCount: w.count, labelRefusal: labelRefusal, identityOmitted: identityOmitted)
+    }
+
+    /// `P-Asserted-Identity` (when there is an identity) and the label header (when the label is
+    /// usable). Returns why a supplied label was left out.
+    private func writeIdentityAndLabel(_ label: UnsafeRawBufferPointer?, _ identityText: SIPText?, _ identityString: String?,
+                                       _ labelHeaderName: String, into w: inout ByteWriter) -> SIPLabelRefusal? {
+        let refusal = label.flatMap(validateLabel)
+        let usable = refusal == nil ? label : nil
+        if identityText != nil || identityString != nil {
+            w.append("P-Asserted-Identity: ")
+            if let usable {
+                w.appendQuoted(usable)
+                w.append(" ")
+            }
+            w.append("<")
+            if let t = identityText { w.append(t) } else if let c = identityString { w.appendString(c) }
+            w.append(">\r\n")
+        }
+        if let usable {
+            w.appendString(labelHeaderName)
+            w.append(": ")
+            w.appendQuoted(usable)
+            w.append("\r\n")
+        }
+        return refusal
     }
 
     /// Top Via with RFC 3581 handling: `rport` (with or without a value) becomes
@@ -351,15 +370,29 @@ struct ByteWriter {
         capacity = buffer.count
     }
 
+    @inline(__always)
     mutating func append(_ p: UnsafeRawPointer?, _ n: Int) {
         guard n > 0, let p else { return }
         guard !overflowed, let base, capacity - count >= n else { overflowed = true; return }
-        (base + count).copyMemory(from: p, byteCount: n)
+        let d = base + count
+        // Most pieces are short literals and header values: copy them with two (possibly
+        // overlapping) word moves instead of a call to memcpy. Source and target never overlap.
+        if n >= 8 && n <= 16 {
+            d.storeBytes(of: p.loadUnaligned(as: UInt64.self), as: UInt64.self)
+            d.storeBytes(of: p.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self), toByteOffset: n - 8, as: UInt64.self)
+        } else if n >= 4 && n < 8 {
+            d.storeBytes(of: p.loadUnaligned(as: UInt32.self), as: UInt32.self)
+            d.storeBytes(of: p.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self), toByteOffset: n - 4, as: UInt32.self)
+        } else if n < 4 {
+            for i in 0..<n { d.storeBytes(of: p.load(fromByteOffset: i, as: UInt8.self), toByteOffset: i, as: UInt8.self) }
+        } else {
+            d.copyMemory(from: p, byteCount: n)
+        }
         count += n
     }
 
-    mutating func append(_ s: StaticString) { append(s.utf8Start, s.utf8CodeUnitCount) }
-    mutating func append(_ t: SIPText) { append(t.baseAddress, t.count) }
+    @inline(__always) mutating func append(_ s: StaticString) { append(s.utf8Start, s.utf8CodeUnitCount) }
+    @inline(__always) mutating func append(_ t: SIPText) { append(t.baseAddress, t.count) }
     /// Named differently from `append(_: StaticString)` so that literals pick the cheaper one.
     mutating func appendString(_ s: String) {
         var s = s
@@ -390,8 +423,10 @@ struct ByteWriter {
 
     mutating func appendHex(_ value: UInt64) {
         let hex: StaticString = "0123456789abcdef"
-        for shift in stride(from: 60, through: 0, by: -4) {
-            appendByte(hex.utf8Start[Int((value >> UInt64(shift)) & 0xf)])
+        var digits: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &digits) { d in
+            for i in 0..<16 { d[i] = hex.utf8Start[Int((value >> UInt64(60 - 4 * i)) & 0xf)] }
+            append(d.baseAddress, 16)
         }
     }
 
@@ -399,22 +434,16 @@ struct ByteWriter {
     /// beforehand (`validateLabel`).
     mutating func appendQuoted(_ bytes: UnsafeRawBufferPointer) {
         appendByte(ASCII.quote)
-        for b in bytes {
-            if b == ASCII.quote || b == ASCII.backslash { appendByte(ASCII.backslash) }
-            appendByte(b)
+        if let p = bytes.baseAddress, memchr(p, Int32(ASCII.quote), bytes.count) == nil,
+           memchr(p, Int32(ASCII.backslash), bytes.count) == nil {
+            append(p, bytes.count)
+        } else {
+            for b in bytes {
+                if b == ASCII.quote || b == ASCII.backslash { appendByte(ASCII.backslash) }
+                appendByte(b)
+            }
         }
         appendByte(ASCII.quote)
-    }
-}
-
-private func withLabelBytes<R>(_ label: SIPLabel?, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
-    switch label {
-    case nil: return body(nil)
-    case .buffer(let b): return body(b)
-    case .bytes(let b): return b.withUnsafeBytes { body($0) }
-    case .string(let s):
-        var s = s
-        return s.withUTF8 { body(UnsafeRawBufferPointer($0)) }
     }
 }
 

@@ -1,3 +1,5 @@
+import CSupport
+
 /// Parses SIP datagrams (or framed stream messages) into a reusable current request.
 ///
 /// Threading: one instance per worker thread; not `Sendable`. The current request and every
@@ -120,9 +122,13 @@ public final class SIPParser {
         for value in s.proxyRequireValues where !allItemsAreTokens(value) { return malformed(.invalidHeader(.proxyRequire)) }
 
         guard let uri = SIPURI.read(s.requestURIText, arena: &s.arena) else { return malformed(.badRequestURI) }
+        // A 302 copies the Request-URI into Contact. One holding bytes a URI may
+        // not carry unescaped (<, >, ", non-ASCII) would get no answer at all
+        // (the writer refuses it) and be miscounted: refuse it here, with a 400.
+        guard isSafeURI(s.requestURIText) else { return malformed(.badRequestURI) }
         switch uri.scheme {
         case .sip, .sips:
-            guard osipAccepts(uri: s.requestURIText) else { return malformed(.badRequestURI) }
+            guard isPlainURI(s.requestURIText) || osipAccepts(uri: s.requestURIText) else { return malformed(.badRequestURI) }
         case .tel:
             guard (uri.rawUser?.count ?? 0) > 0 else { return malformed(.badRequestURI) }
         case .other:
@@ -133,11 +139,14 @@ public final class SIPParser {
         // libosip2 judges each header lookupd relies on. Headers lookupd does not use are not
         // judged at all: an element should not reject a request over a header it does not need
         // (RFC 4475 §3.1.2.12), and skipping osip_message_parse avoids its per-message cost.
-        for v in s.viaValues where !osipAccepts(v, OsipBridge.acceptsVia) { return malformed(.invalidHeader(.via)) }
-        guard osipAccepts(s.from.value!, OsipBridge.acceptsNameAddress) else { return malformed(.invalidHeader(.from)) }
-        guard osipAccepts(s.to.value!, OsipBridge.acceptsNameAddress) else { return malformed(.invalidHeader(.to)) }
-        guard osipAccepts(s.callID.value!, OsipBridge.acceptsCallID) else { return malformed(.invalidHeader(.callID)) }
-        guard osipAccepts(s.cseq.value!, OsipBridge.acceptsCSeq) else { return malformed(.invalidHeader(.cseq)) }
+        // The plain shapes (PlainSyntax.swift) are ones osip is known to accept; only other
+        // values are handed to osip.
+        for v in s.viaValues where !isPlainVia(v) && !osipAccepts(v, OsipBridge.acceptsVia) { return malformed(.invalidHeader(.via)) }
+        let fromValue = s.from.value!, toValue = s.to.value!, callIDValue = s.callID.value!, cseqValue = s.cseq.value!
+        guard isPlainNameAddress(fromValue) || osipAccepts(fromValue, OsipBridge.acceptsNameAddress) else { return malformed(.invalidHeader(.from)) }
+        guard isPlainNameAddress(toValue) || osipAccepts(toValue, OsipBridge.acceptsNameAddress) else { return malformed(.invalidHeader(.to)) }
+        guard isPlainCallID(callIDValue) || osipAccepts(callIDValue, OsipBridge.acceptsCallID) else { return malformed(.invalidHeader(.callID)) }
+        guard isPlainCSeq(cseqValue) || osipAccepts(cseqValue, OsipBridge.acceptsCSeq) else { return malformed(.invalidHeader(.cseq)) }
 
         guard let fromAddress = SIPNameAddress.read(s.from.value!, arena: &s.arena) else { return malformed(.invalidHeader(.from)) }
         guard let toAddress = SIPNameAddress.read(s.to.value!, arena: &s.arena) else { return malformed(.invalidHeader(.to)) }
@@ -163,10 +172,15 @@ public final class SIPParser {
 
     /// Walks the header lines once and records the headers lookupd needs. Returns the first
     /// structural error, after recording everything it could (a 400 needs the rest).
+    ///
+    /// The line structure (where each LF and each line's first ':' is, and whether a line holds
+    /// a NUL or a stray CR) comes from one vectorised pass in C (`lookupd_sip_lines`); lines
+    /// with such bytes get the byte-by-byte checks below, all others skip them.
     private func scanHeaders(_ message: SIPText, from start: Int) -> SIPMalformation? {
         let s = store
         var error: SIPMalformation?
         let base = message.baseAddress!
+        let bytes = base.assumingMemoryBound(to: UInt8.self)
         let end = message.count
         // The header being accumulated (continuation lines extend it).
         var headerStart = -1, valueStart = 0, valueEnd = 0
@@ -175,6 +189,10 @@ public final class SIPParser {
 
         func finishHeader() {
             guard headerStart >= 0 else { return }
+            headerStart = -1
+            // Headers lookupd does not read are not looked at any further (the arena cannot run
+            // out: derived text is bounded by a small multiple of the message, see MessageStore).
+            if kind == .other { return }
             var value = SIPText(baseAddress: base + valueStart, count: valueEnd - valueStart)
             if headerFolded { value = s.arena.unfolded(value) }
             value = value.trimmingLWS()
@@ -196,70 +214,79 @@ public final class SIPParser {
             case .pAssertedIdentity: s.assertedIdentityValues.append(value)
             case .other: break
             }
-            headerStart = -1
         }
 
         var pos = start
         var terminated = false
         s.bodyStart = end
-        while pos < end {
-            guard let lf = message.firstIndex(of: ASCII.lf, from: pos) else {
-                // The datagram stops inside a line.
-                error = error ?? .unterminatedHeaderSection
-                break
-            }
-            var contentEnd = lf
-            if contentEnd > pos, base.load(fromByteOffset: contentEnd - 1, as: UInt8.self) == ASCII.cr { contentEnd -= 1 }
-            if contentEnd == pos {
-                finishHeader()
-                s.bodyStart = lf + 1
-                terminated = true
-                break
-            }
-            let line = SIPText(baseAddress: base + pos, count: contentEnd - pos)
-            if line.firstIndex(of: ASCII.cr) != nil {
-                error = error ?? .invalidCharacter
-                s.hasUnsafeBytes = true
-            }
-            if let nul = line.firstIndex(of: ASCII.nul) {
-                // Only a quoted-pair may carry a NUL (RFC 3261 §25.1, RFC 4475 §3.1.1.2).
-                var i = nul
-                while i < line.count {
-                    if line[i] == ASCII.nul && (i == 0 || line[i - 1] != ASCII.backslash) {
+        let lines = s.lines
+        scan: while pos < end {
+            let found = lookupd_sip_lines(bytes, end, pos, lines, MessageStore.lineCapacity)
+            for k in 0..<found {
+                let entry = lines[k]
+                let lf = Int(entry.lf)
+                if lf == end {
+                    // No LF after `pos`: the datagram stops inside a line (unless it ended right
+                    // after the previous LF).
+                    if pos < end { error = error ?? .unterminatedHeaderSection }
+                    break scan
+                }
+                var contentEnd = lf
+                if contentEnd > pos, bytes[contentEnd - 1] == ASCII.cr { contentEnd -= 1 }
+                if contentEnd == pos {
+                    finishHeader()
+                    s.bodyStart = lf + 1
+                    terminated = true
+                    break scan
+                }
+                let line = SIPText(baseAddress: base + pos, count: contentEnd - pos)
+                if entry.flags != 0 {
+                    if line.firstIndex(of: ASCII.cr) != nil {
                         error = error ?? .invalidCharacter
                         s.hasUnsafeBytes = true
                     }
-                    i = line.firstIndex(of: ASCII.nul, from: i + 1) ?? line.count
+                    if let nul = line.firstIndex(of: ASCII.nul) {
+                        // Only a quoted-pair may carry a NUL (RFC 3261 §25.1, RFC 4475 §3.1.1.2).
+                        var i = nul
+                        while i < line.count {
+                            if line[i] == ASCII.nul && (i == 0 || line[i - 1] != ASCII.backslash) {
+                                error = error ?? .invalidCharacter
+                                s.hasUnsafeBytes = true
+                            }
+                            i = line.firstIndex(of: ASCII.nul, from: i + 1) ?? line.count
+                        }
+                    }
                 }
-            }
-            let first = line[0]
-            if first == ASCII.space || first == ASCII.tab {
-                if headerStart >= 0 {
-                    valueEnd = contentEnd
-                    headerFolded = true
-                } else {
-                    error = error ?? .badHeaderLine
-                }
-            } else {
-                finishHeader()
-                if let colon = line.firstIndex(of: ASCII.colon) {
-                    var nameEnd = colon
-                    while nameEnd > 0, isWSP(line[nameEnd - 1]) { nameEnd -= 1 }
-                    let name = line.slice(0, nameEnd)
-                    if name.isToken {
-                        headerStart = pos
-                        valueStart = pos + colon + 1
+                let first = bytes[pos]
+                if first == ASCII.space || first == ASCII.tab {
+                    if headerStart >= 0 {
                         valueEnd = contentEnd
-                        headerFolded = false
-                        kind = HeaderKind(name: name)
+                        headerFolded = true
                     } else {
                         error = error ?? .badHeaderLine
                     }
                 } else {
-                    error = error ?? .badHeaderLine
+                    finishHeader()
+                    if entry.colon != LOOKUPD_SIP_NONE {
+                        let colon = Int(entry.colon) - pos
+                        var nameEnd = colon
+                        while nameEnd > 0, isWSP(bytes[pos + nameEnd - 1]) { nameEnd -= 1 }
+                        let name = line.slice(0, nameEnd)
+                        if name.isToken {
+                            headerStart = pos
+                            valueStart = pos + colon + 1
+                            valueEnd = contentEnd
+                            headerFolded = false
+                            kind = HeaderKind(token: name)
+                        } else {
+                            error = error ?? .badHeaderLine
+                        }
+                    } else {
+                        error = error ?? .badHeaderLine
+                    }
                 }
+                pos = lf + 1
             }
-            pos = lf + 1
         }
         if !terminated {
             // Tolerated: a datagram ending right after the last header line, without the empty
@@ -282,9 +309,7 @@ public final class SIPParser {
                 guard item.count > 0 else { continue }
                 // An identity osip cannot parse is ignored, not fatal: PAI is advisory and a
                 // broken one must not cost the caller their call.
-                let mark = s.arena.used
-                let ok = s.arena.cString(item).map { OsipBridge.acceptsNameAddress($0) } ?? false
-                s.arena.used = mark
+                let ok = isPlainNameAddress(item) || osipAccepts(item, OsipBridge.acceptsNameAddress)
                 if ok, s.assertedIdentities.count < MessageStore.maxAssertedIdentities,
                    let address = SIPNameAddress.read(item, arena: &s.arena) {
                     s.assertedIdentities.append(address)

@@ -5,29 +5,44 @@
 
 extension SIPURI {
     /// Reads a URI. Returns `nil` when there is no valid `scheme:`.
+    ///
+    /// Written as forward scans over the raw bytes (it runs for the Request-URI, From and To of
+    /// every request); offsets name the same pieces as before: the user part ends at the last
+    /// '@' (minus `:password`), headers start after the first '?', parameters at the first ';'
+    /// after the user part.
     static func read(_ raw: SIPText, arena: inout Arena) -> SIPURI? {
         let text = raw.trimmingLWS()
-        guard let colon = text.firstIndex(of: ASCII.colon), colon > 0 else { return nil }
-        let schemeText = text.slice(0, colon)
-        guard isAlpha(schemeText[0]) else { return nil }
-        for b in schemeText where !(isAlpha(b) || isDigit(b) || b == 0x2B || b == 0x2D || b == 0x2E) { return nil }
+        guard let p = text.baseAddress else { return nil }
+        let n = text.count
+        @inline(__always) func at(_ i: Int) -> UInt8 { p.load(fromByteOffset: i, as: UInt8.self) }
+        @inline(__always) func piece(_ from: Int, _ to: Int) -> SIPText { SIPText(baseAddress: p + from, count: to - from) }
+        @inline(__always) func first(_ b: UInt8, _ from: Int, _ to: Int) -> Int? {
+            let i = firstOf(b, b, in: p, from: from, to: to)
+            return i < to ? i : nil
+        }
 
+        guard let colon = first(ASCII.colon, 0, n), colon > 0, isAlpha(at(0)) else { return nil }
+        for i in 0..<colon {
+            let b = at(i)
+            guard isAlpha(b) || isDigit(b) || b == 0x2B || b == 0x2D || b == 0x2E else { return nil }
+        }
         var uri = SIPURI()
         uri.text = text
-        uri.schemeText = schemeText
-        let rest = text.slice(colon + 1, text.count)
-        if schemeText.equalsLiteral("sip") {
+        uri.schemeText = piece(0, colon)
+        let rest = colon + 1
+        let s0 = at(0) | 0x20, s1 = colon > 1 ? at(1) | 0x20 : 0, s2 = colon > 2 ? at(2) | 0x20 : 0
+        if colon == 3, s0 == UInt8(ascii: "s"), s1 == UInt8(ascii: "i"), s2 == UInt8(ascii: "p") {
             uri.scheme = .sip
-        } else if schemeText.equalsLiteral("sips") {
+        } else if colon == 4, s0 == UInt8(ascii: "s"), s1 == UInt8(ascii: "i"), s2 == UInt8(ascii: "p"), at(3) | 0x20 == UInt8(ascii: "s") {
             uri.scheme = .sips
-        } else if schemeText.equalsLiteral("tel") {
+        } else if colon == 3, s0 == UInt8(ascii: "t"), s1 == UInt8(ascii: "e"), s2 == UInt8(ascii: "l") {
             uri.scheme = .tel
             // telephone-subscriber: number, then ;parameters (RFC 3966).
-            let semi = rest.firstIndex(of: ASCII.semicolon) ?? rest.count
-            let number = rest.slice(0, semi)
+            let semi = first(ASCII.semicolon, rest, n) ?? n
+            let number = piece(rest, semi)
             uri.rawUser = number
             uri.user = arena.percentDecoded(number)
-            uri.parameters = SIPParameters(rest.slice(semi, rest.count))
+            uri.parameters = SIPParameters(piece(semi, n))
             return uri
         } else {
             uri.scheme = .other
@@ -36,41 +51,40 @@ extension SIPURI {
 
         // sip/sips. '@' cannot appear unescaped in host, parameters or headers, but ';' and '?'
         // may appear in the user part, so the user part ends at the last '@'.
-        var hostStart = 0
-        var lastAt: Int?
-        var i = 0
-        while let at = rest.firstIndex(of: ASCII.at, from: i) { lastAt = at; i = at + 1 }
-        if let at = lastAt {
-            let userinfo = rest.slice(0, at)
-            let userEnd = userinfo.firstIndex(of: ASCII.colon) ?? userinfo.count
-            let rawUser = userinfo.slice(0, userEnd)
+        var hostStart = rest
+        var lastAt = -1
+        var from = rest
+        while let a = first(ASCII.at, from, n) {
+            lastAt = a
+            from = a + 1
+        }
+        if lastAt >= rest {
+            let userEnd = first(ASCII.colon, rest, lastAt) ?? lastAt
+            let rawUser = piece(rest, userEnd)
             uri.rawUser = rawUser
             uri.user = arena.percentDecoded(rawUser)
-            hostStart = at + 1
+            hostStart = lastAt + 1
         }
-        let afterUser = rest.slice(hostStart, rest.count)
-        let question = afterUser.firstIndex(of: ASCII.question) ?? afterUser.count
-        uri.headers = afterUser.slice(min(question + 1, afterUser.count), afterUser.count)
-        let hostPortParams = afterUser.slice(0, question)
-        let semi = hostPortParams.firstIndex(of: ASCII.semicolon) ?? hostPortParams.count
-        uri.parameters = SIPParameters(hostPortParams.slice(semi, hostPortParams.count))
-        let hostPort = hostPortParams.slice(0, semi)
+        let question = first(ASCII.question, hostStart, n) ?? n
+        uri.headers = piece(Swift.min(question + 1, n), n)
+        let semi = first(ASCII.semicolon, hostStart, question) ?? question
+        uri.parameters = SIPParameters(piece(semi, question))
         var portStart: Int?
-        if hostPort.count > 0 && hostPort[0] == ASCII.leftBracket {
-            guard let close = hostPort.firstIndex(of: ASCII.rightBracket) else { return nil }
-            uri.host = hostPort.slice(0, close + 1)
-            if close + 1 < hostPort.count {
-                guard hostPort[close + 1] == ASCII.colon else { return nil }
+        if hostStart < semi && at(hostStart) == ASCII.leftBracket {
+            guard let close = first(ASCII.rightBracket, hostStart, semi) else { return nil }
+            uri.host = piece(hostStart, close + 1)
+            if close + 1 < semi {
+                guard at(close + 1) == ASCII.colon else { return nil }
                 portStart = close + 2
             }
-        } else if let c = hostPort.firstIndex(of: ASCII.colon) {
-            uri.host = hostPort.slice(0, c)
+        } else if let c = first(ASCII.colon, hostStart, semi) {
+            uri.host = piece(hostStart, c)
             portStart = c + 1
         } else {
-            uri.host = hostPort
+            uri.host = piece(hostStart, semi)
         }
         if let ps = portStart {
-            guard let port = hostPort.slice(ps, hostPort.count).parseDecimal(limit: 65535) else { return nil }
+            guard let port = piece(ps, semi).parseDecimal(limit: 65535) else { return nil }
             uri.port = Int(port)
         }
         if (uri.host?.count ?? 0) == 0 { return nil }

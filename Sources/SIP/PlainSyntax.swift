@@ -1,0 +1,216 @@
+import CSupport
+
+// Cheap checks that spare libosip2's per-header parsers the common case.
+//
+// libosip2 judges the headers lookupd relies on (SIPParser.parse), and it is lenient: it accepts
+// far more than the plain shapes PBXs and carriers send. Each function here recognises one plain
+// shape in a single pass over the bytes, and answers `true` only for text libosip2 5.3 is known to
+// accept; for anything else (quoted-pairs, token display names, comments, IPv6 parameters, a
+// `?headers` part, odd spacing...) it answers `false` and the caller asks libosip2 as before. So
+// the verdict never changes: a `true` here stands for what osip would have said, a `false` costs
+// only the osip call it always cost. `Tests/SIPTests/PlainSyntaxTests.swift` checks
+// "plain implies osip accepts" against the real library on generated and mutated values.
+//
+// The conditions each shape must meet, read from libosip2's parsers:
+// - osip_uri_parse (sip/sips): scheme letters only; a user part, if any, non-empty and up to the
+//   first '@' (so at most one '@'); no '?' (a '?' before a ';' is a syntax error); a non-empty
+//   host; a port of 1 to 7 characters after ':'; IPv6 references in brackets. Other schemes:
+//   at least two characters after ':'.
+// - osip_from_parse: a quoted display name ends at the first unescaped '"' and may be followed by
+//   spaces only before '<'; the URI ends at the first '>'; generic parameters need non-empty names
+//   and, after '=', non-empty values; the URI is at least six characters. Without '<' the URI ends
+//   at the first ';'.
+// - osip_via_parse: `proto/version/transport`, one space, host; a '(' starts a comment; ports
+//   non-empty and numeric; parameters as above.
+// - osip_call_id_parse: an '@' neither first nor last.
+// - osip_cseq_parse: a non-empty number, one space, a non-empty method.
+
+/// The byte classes of the plain shapes, as bits of CSupport's 256-entry table
+/// `lookupd_sip_classes` (SIPClasses.c): a test is one load and one AND.
+/// PlainSyntaxTests checks the table against these definitions:
+/// - user: RFC 3261 unreserved, escaped and user-unreserved, without '?' (see above):
+///   alphanumerics and `-_.!~*'()%&=+$,;/`;
+/// - userNoSemicolon: the same without ';' (in an addr-spec the first ';' ends the URI);
+/// - host: host names and IPv4 addresses: alphanumerics and `-.`;
+/// - ipv6: inside an IPv6 reference: hex digits, `:` and `.`;
+/// - uriParameter: paramchar without '?': alphanumerics and `-_.!~*'()%[]/:&+$`;
+/// - opaque: the body of a tel: URI: uriParameter plus `;=,`;
+/// - token: RFC 3261 token: alphanumerics and ``-.!%*_+`'~``.
+struct ByteClass {
+    let bit: UInt8
+
+    @inline(__always) func contains(_ b: UInt8) -> Bool { lookupd_sip_class(b) & bit != 0 }
+
+    static var user: ByteClass { ByteClass(bit: UInt8(LOOKUPD_SIP_USER)) }
+    static var userNoSemicolon: ByteClass { ByteClass(bit: UInt8(LOOKUPD_SIP_USER_NO_SEMICOLON)) }
+    static var host: ByteClass { ByteClass(bit: UInt8(LOOKUPD_SIP_HOST)) }
+    static var ipv6: ByteClass { ByteClass(bit: UInt8(LOOKUPD_SIP_IPV6)) }
+    static var uriParameter: ByteClass { ByteClass(bit: UInt8(LOOKUPD_SIP_URI_PARAMETER)) }
+    static var opaque: ByteClass { ByteClass(bit: UInt8(LOOKUPD_SIP_OPAQUE)) }
+    static var token: ByteClass { ByteClass(bit: UInt8(LOOKUPD_SIP_TOKEN)) }
+}
+
+/// A cursor over one value, on the raw bytes; every step checks bounds.
+private struct Scanner {
+    let p: UnsafeRawPointer
+    let count: Int
+    var i = 0
+
+    @inline(__always) init(_ text: SIPText) {
+        // An empty text has no base address; any address works since nothing is read.
+        p = text.baseAddress ?? UnsafeRawPointer(bitPattern: 1).unsafelyUnwrapped
+        count = text.count
+    }
+
+    @inline(__always) var atEnd: Bool { i >= count }
+    @inline(__always) func byte(_ at: Int) -> UInt8 { p.load(fromByteOffset: at, as: UInt8.self) }
+    /// The current byte; only valid when not `atEnd`.
+    @inline(__always) var current: UInt8 { byte(i) }
+
+    @inline(__always) mutating func skip(_ set: ByteClass) -> Int {
+        let start = i
+        while i < count, set.contains(byte(i)) { i += 1 }
+        return i - start
+    }
+
+    @inline(__always) mutating func take(_ b: UInt8) -> Bool {
+        guard i < count, byte(i) == b else { return false }
+        i += 1
+        return true
+    }
+
+    /// `host [':' 1*5DIGIT]` where host is a name/IPv4 or a bracketed IPv6 reference.
+    @inline(__always) mutating func hostPort() -> Bool {
+        if take(ASCII.leftBracket) {
+            guard skip(.ipv6) > 0, take(ASCII.rightBracket) else { return false }
+        } else {
+            guard skip(.host) > 0 else { return false }
+        }
+        if take(ASCII.colon) {
+            let start = i
+            while i < count, isDigit(byte(i)) { i += 1 }
+            guard i > start, i - start <= 5 else { return false }
+        }
+        return true
+    }
+
+    /// `*( ';' name [ '=' value ] )` with both from `set`, names and values non-empty.
+    @inline(__always) mutating func parameters(_ set: ByteClass) -> Bool {
+        while take(ASCII.semicolon) {
+            guard skip(set) > 0 else { return false }
+            if take(ASCII.equals) {
+                guard skip(set) > 0 else { return false }
+            }
+        }
+        return true
+    }
+}
+
+/// A plain `sip:`/`sips:`/`tel:` URI (the whole text). `allowSemicolonInUser` is false for an
+/// addr-spec, where osip ends the URI at the first ';'.
+func isPlainURI(_ uri: SIPText, allowSemicolonInUser: Bool = true) -> Bool {
+    guard uri.count >= 5 else { return false }
+    var s = Scanner(uri)
+    let b0 = s.byte(0) | 0x20, b1 = s.byte(1) | 0x20, b2 = s.byte(2) | 0x20, b3 = s.byte(3)
+    if b0 == UInt8(ascii: "t"), b1 == UInt8(ascii: "e"), b2 == UInt8(ascii: "l"), b3 == ASCII.colon {
+        // Opaque for osip: at least two characters after the colon. Not ending in ';', so that
+        // the first ';' after the URI is the one that starts the header parameters.
+        s.i = 4
+        let set: ByteClass = allowSemicolonInUser ? .opaque : .uriParameter
+        return s.skip(set) >= 2 && s.atEnd && s.byte(s.count - 1) != ASCII.semicolon
+    }
+    guard b0 == UInt8(ascii: "s"), b1 == UInt8(ascii: "i"), b2 == UInt8(ascii: "p") else { return false }
+    if b3 == ASCII.colon {
+        s.i = 4
+    } else if b3 | 0x20 == UInt8(ascii: "s"), s.byte(4) == ASCII.colon {
+        s.i = 5
+    } else {
+        return false
+    }
+    // A user part runs to the '@'; one '@' only (osip takes the first, lookupd's reader the last).
+    let userStart = s.i
+    let user = s.skip(allowSemicolonInUser ? .user : .userNoSemicolon)
+    if s.take(ASCII.at) {
+        guard user > 0 else { return false }
+    } else {
+        s.i = userStart
+    }
+    guard s.hostPort() else { return false }
+    if allowSemicolonInUser {
+        guard s.parameters(.uriParameter) else { return false }
+    }
+    return s.atEnd
+}
+
+/// A plain From/To/P-Asserted-Identity value: `"display" <URI>;params`, `display <URI>;params`,
+/// `<URI>;params` or `URI;params`, with token parameters and no quoted-pairs.
+func isPlainNameAddress(_ value: SIPText) -> Bool {
+    guard value.count >= 6 else { return false }
+    var s = Scanner(value)
+    let first = s.byte(0)
+    if first == ASCII.quote {
+        // A display name without backslashes: it ends at the next quote.
+        s.i = 1
+        while !s.atEnd {
+            let b = s.current
+            if b == ASCII.quote || b == ASCII.backslash || b < 0x20 || b == ASCII.del { break }
+            s.i += 1
+        }
+        guard s.take(ASCII.quote) else { return false }
+        while s.take(ASCII.space) {}
+        guard s.take(ASCII.lessThan) else { return false }
+    } else if first == ASCII.lessThan {
+        s.i = 1
+    } else {
+        // A display name made of tokens and spaces (`Bob Smith <sip:...>`): osip skips exactly
+        // these characters looking for the '<'. Without one it is an addr-spec.
+        while !s.atEnd, ByteClass.token.contains(s.current) || s.current == ASCII.space { s.i += 1 }
+        if s.i > 0, s.take(ASCII.lessThan) {
+            // name-addr with a token display name
+        } else {
+            // addr-spec: the URI ends at the first ';'.
+            var end = 0
+            while end < s.count, s.byte(end) != ASCII.semicolon { end += 1 }
+            guard end >= 6, isPlainURI(SIPText(baseAddress: s.p, count: end), allowSemicolonInUser: false) else { return false }
+            s.i = end
+            return s.parameters(.token) && s.atEnd
+        }
+    }
+    // name-addr: the URI ends at the first '>'.
+    let uriStart = s.i
+    while !s.atEnd, s.current != ASCII.greaterThan { s.i += 1 }
+    guard !s.atEnd, s.i - uriStart >= 6, isPlainURI(SIPText(baseAddress: s.p + uriStart, count: s.i - uriStart)) else { return false }
+    s.i += 1
+    return s.parameters(.token) && s.atEnd
+}
+
+/// A plain Via value: `SIP/2.0/UDP host[:port];params` with token parameters.
+func isPlainVia(_ value: SIPText) -> Bool {
+    var s = Scanner(value)
+    guard s.skip(.token) > 0, s.take(ASCII.slash), s.skip(.token) > 0, s.take(ASCII.slash),
+          s.skip(.token) > 0, s.take(ASCII.space) else { return false }
+    guard s.hostPort() else { return false }
+    return s.parameters(.token) && s.atEnd
+}
+
+/// A plain Call-ID: visible ASCII, at most one '@', neither first nor last.
+func isPlainCallID(_ value: SIPText) -> Bool {
+    let s = Scanner(value)
+    guard s.count > 0 else { return false }
+    var ats = 0
+    for i in 0..<s.count {
+        let b = s.byte(i)
+        guard b > 0x20, b < 0x7F else { return false }
+        if b == ASCII.at { ats += 1 }
+    }
+    if ats == 0 { return true }
+    return ats == 1 && s.byte(0) != ASCII.at && s.byte(s.count - 1) != ASCII.at
+}
+
+/// A plain CSeq: `1*DIGIT SP token`.
+func isPlainCSeq(_ value: SIPText) -> Bool {
+    var s = Scanner(value)
+    while !s.atEnd, isDigit(s.current) { s.i += 1 }
+    guard s.i > 0, s.take(ASCII.space), s.skip(.token) > 0 else { return false }
+    return s.atEnd
+}

@@ -1,0 +1,210 @@
+import Foundation
+import XCTest
+@testable import SIP
+
+/// The plain-shape checks (PlainSyntax.swift) let the parser skip libosip2 for common header
+/// values. They are only sound if every value they call plain is one osip accepts: these tests
+/// hold them to that against the real library, on generated values of every shape and on
+/// mutations of them.
+final class PlainSyntaxTests: XCTestCase {
+    struct SplitMix64 {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9e37_79b9_7f4a_7c15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+            z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+            return z ^ (z >> 31)
+        }
+        mutating func below(_ n: Int) -> Int { n <= 0 ? 0 : Int(next() % UInt64(n)) }
+        mutating func pick<T>(_ choices: [T]) -> T { choices[below(choices.count)] }
+    }
+
+    static let interesting: [UInt8] = Array("\r\n\0:;,\"<>\\% @=?[]\t()/'`~*!+.-_&$#{}|^".utf8) + [0x7F, 0xFF, 0xC3, 0x01]
+
+    // Pieces real traffic and the torture corpus use, plus boundary cases.
+    static let users = ["+8613800138000", "alice", "a", "bob.smith", "+4930123;cpc=ordinary", "%2B49", "j%40x", "u&s=1,2$/",
+                        "1", "-", "'quoted'", "x!~*()", "anonymous", ""]
+    static let hosts = ["127.0.0.1", "example.com", "a", "h-1.example.org", "[::1]", "[2001:db8::9]", "[1.2.3.4]", "x.",
+                        "[]", "[:]", "", "-", ".", "[fe80::1%25eth0]"]
+    static let ports = ["", ":5060", ":1", ":65535", ":99999", ":123456", ":", ":0", ":06", ":5o"]
+    static let uriParams = ["", ";user=phone", ";transport=udp;lr", ";lr", ";maddr=[::1]", ";a=b/c:d", ";x", ";=", ";a=",
+                            ";;", ";p=%41", ";user=phone;", ";a=[]", ";ob"]
+    static let schemes = ["sip:", "sips:", "SIP:", "Sips:", "tel:", "TEL:", "sipx:", "si:", "s:", "mailto:", "http:", "sip", ":"]
+    static let displays = ["", "\"Mobile\" ", "\"Mobile\"", "\"A B\"  ", "\"\" ", "\"Caf\u{e9}\" ", "Bob ", "Bob Smith ",
+                           "sipp ", "\"x\\\"y\" ", "\"unterminated ", "B<b ", "\"a;b\" ", "a\"b\" "]
+    static let headerParams = ["", ";tag=1", ";tag=as5f3b2c1e", ";tag=1234-5678;x", ";tag=", ";=x", ";tag=\"q\"",
+                               ";a=b;c=d", ";tag=a b", ";", ";;", ";tag=a,b", ";expires=60"]
+    static let telBodies = ["+8613800138000", "1", "12", "+1-212-555-0100;phone-context=x", "12;", "+49(0)30", "a=b", ""]
+
+    func uri(_ r: inout SplitMix64) -> String {
+        let scheme = r.pick(Self.schemes)
+        if scheme.lowercased() == "tel:" { return scheme + r.pick(Self.telBodies) }
+        let user = r.pick(Self.users)
+        let userPart = user.isEmpty ? (r.below(4) == 0 ? "@" : "") : user + r.pick(["@", "@", "@", ":pw@", "@@", ""])
+        return scheme + userPart + r.pick(Self.hosts) + r.pick(Self.ports) + r.pick(Self.uriParams) + r.pick(["", "", "", "?h=1", "?"])
+    }
+
+    func nameAddress(_ r: inout SplitMix64) -> String {
+        let u = uri(&r)
+        switch r.below(4) {
+        case 0: return u + r.pick(Self.headerParams)
+        case 1: return "<" + u + ">" + r.pick(Self.headerParams)
+        default: return r.pick(Self.displays) + "<" + u + r.pick([">", ">", ">", "", "> ", ">x"]) + r.pick(Self.headerParams)
+        }
+    }
+
+    func via(_ r: inout SplitMix64) -> String {
+        let proto = r.pick(["SIP/2.0/UDP", "SIP/2.0/TCP", "SIP/2.0/TLS", "sip/2.0/udp", "SIP/3.0/UDP", "SIP//UDP", "SIP/2.0/",
+                            "SIP/2.0", "SIP / 2.0 / UDP", "X/1/Y", "SIP/2.0/UDP/X"])
+        let sep = r.pick([" ", " ", " ", "  ", "\t", ""])
+        let params = r.pick(["", ";branch=z9hG4bK776asdhds", ";branch=z9hG4bK1;rport", ";rport", ";rport=5060;received=1.2.3.4",
+                             ";branch=", ";=x", ";received=::1", ";branch=a;;", ";maddr=[::1]", ";ttl=1", " ;branch=x", ";branch=\"x\"",
+                             " (comment)", ";branch=x (c)"])
+        return proto + sep + r.pick(Self.hosts) + r.pick(Self.ports) + params
+    }
+
+    func callID(_ r: inout SplitMix64) -> String {
+        r.pick(["lg123@127.0.0.1", "abc", "@x", "x@", "a@b@c", "a@@b", "123-456", "x y@z", "f81d4fae-7dec-11d0-a765-00a0c91e6bf6@foo.bar.com",
+                "a\u{7F}b", "\"q\"@h", "a b", "@"])
+    }
+
+    func cseq(_ r: inout SplitMix64) -> String {
+        r.pick(["1 INVITE", "0 ACK", "4294967295 BYE", "1  INVITE", "1\tINVITE", "INVITE", "1", " INVITE", "x INVITE", "1 INV ITE",
+                "1 INVITE x", "01 OPTIONS", "1 foo-bar", "1 I\"x", "1 "])
+    }
+
+    func mutate(_ input: [UInt8], _ r: inout SplitMix64) -> [UInt8] {
+        var m = input
+        for _ in 0..<(1 + r.below(3)) {
+            switch r.below(4) {
+            case 0 where !m.isEmpty: m[r.below(m.count)] = Self.interesting[r.below(Self.interesting.count)]
+            case 1: m.insert(Self.interesting[r.below(Self.interesting.count)], at: r.below(m.count + 1))
+            case 2 where !m.isEmpty: m.remove(at: r.below(m.count))
+            case 3 where !m.isEmpty: m[r.below(m.count)] = UInt8(truncatingIfNeeded: r.next())
+            default: break
+            }
+        }
+        return m
+    }
+
+    /// Runs `plain` and osip on many values; returns how many were plain.
+    func check(_ name: String, count: Int, seed: UInt64, generate: (inout SplitMix64) -> String,
+               plain: (SIPText) -> Bool, osip: (UnsafePointer<CChar>) -> Bool,
+               file: StaticString = #filePath, line: UInt = #line) -> (plain: Int, mutatedPlain: Int) {
+        // LOOKUPD_FUZZ_ITERATIONS (a multiple of the default count here) and LOOKUPD_FUZZ_SEED allow
+        // longer local runs, as in RobustnessTests.
+        let env = ProcessInfo.processInfo.environment
+        let count = count * max(1, (env["LOOKUPD_FUZZ_ITERATIONS"].flatMap(Int.init) ?? 0) / 20_000)
+        var r = SplitMix64(state: seed ^ (env["LOOKUPD_FUZZ_SEED"].flatMap(UInt64.init) ?? 0))
+        var plainCount = 0, mutatedPlain = 0
+        var failures = 0
+        for i in 0..<count {
+            var bytes = Array(generate(&r).utf8)
+            let mutated = i % 2 == 1
+            if mutated { bytes = mutate(bytes, &r) }
+            let isPlain = bytes.withUnsafeBytes { plain(SIPText(baseAddress: $0.baseAddress, count: $0.count)) }
+            guard isPlain else { continue }
+            plainCount += 1
+            if mutated { mutatedPlain += 1 }
+            // What the parser hands osip: a C string with NULs turned into spaces.
+            let cString = bytes.map { $0 == 0 ? UInt8(ascii: " ") : $0 } + [0]
+            let accepted = cString.withUnsafeBufferPointer { $0.withMemoryRebound(to: CChar.self) { osip($0.baseAddress!) } }
+            if !accepted {
+                failures += 1
+                if failures <= 10 {
+                    XCTFail("\(name): plain but osip rejects: \(String(decoding: bytes, as: UTF8.self).debugDescription) \(bytes)",
+                            file: file, line: line)
+                }
+            }
+        }
+        return (plainCount, mutatedPlain)
+    }
+
+    func testPlainURIsAreAcceptedByOsip() {
+        let result = check("uri", count: 200_000, seed: 1, generate: { uri(&$0) },
+                           plain: { isPlainURI($0) }, osip: OsipBridge.acceptsURI)
+        XCTAssertGreaterThan(result.plain, 10_000)
+        XCTAssertGreaterThan(result.mutatedPlain, 1_000)
+    }
+
+    func testPlainNameAddressesAreAcceptedByOsip() {
+        let result = check("name-addr", count: 300_000, seed: 2, generate: { nameAddress(&$0) },
+                           plain: isPlainNameAddress, osip: OsipBridge.acceptsNameAddress)
+        XCTAssertGreaterThan(result.plain, 5_000)
+        XCTAssertGreaterThan(result.mutatedPlain, 500)
+    }
+
+    func testPlainViasAreAcceptedByOsip() {
+        let result = check("via", count: 200_000, seed: 3, generate: { via(&$0) },
+                           plain: isPlainVia, osip: OsipBridge.acceptsVia)
+        XCTAssertGreaterThan(result.plain, 5_000)
+        XCTAssertGreaterThan(result.mutatedPlain, 500)
+    }
+
+    func testPlainCallIDsAndCSeqsAreAcceptedByOsip() {
+        let ids = check("call-id", count: 50_000, seed: 4, generate: { callID(&$0) },
+                        plain: isPlainCallID, osip: OsipBridge.acceptsCallID)
+        XCTAssertGreaterThan(ids.plain, 5_000)
+        let cseqs = check("cseq", count: 50_000, seed: 5, generate: { cseq(&$0) },
+                          plain: isPlainCSeq, osip: OsipBridge.acceptsCSeq)
+        XCTAssertGreaterThan(cseqs.plain, 5_000)
+    }
+
+    func testByteClassTableMatchesTheDefinitions() {
+        func check(_ c: ByteClass, _ characters: String, alphanumeric: Bool = true, _ name: String) {
+            var expected = Set(characters.utf8)
+            if alphanumeric { expected.formUnion(Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8)) }
+            for b in 0...255 { XCTAssertEqual(c.contains(UInt8(b)), expected.contains(UInt8(b)), "\(name) \(b)") }
+        }
+        check(.user, "-_.!~*'()%&=+$,;/", "user")
+        check(.userNoSemicolon, "-_.!~*'()%&=+$,/", "userNoSemicolon")
+        check(.host, "-.", "host")
+        check(.ipv6, ":.abcdefABCDEF0123456789", alphanumeric: false, "ipv6")
+        check(.uriParameter, "-_.!~*'()%[]/:&+$", "uriParameter")
+        check(.opaque, "-_.!~*'()%[]/:&+$;=,", "opaque")
+        check(.token, "-.!%*_+`'~", "token")
+        for b in 0...255 { XCTAssertEqual(ByteClass.token.contains(UInt8(b)), isTokenByte(UInt8(b))) }
+    }
+
+    /// What PBXs, sipp and the benchmark's load generator send is plain, so the fast path is the
+    /// common path.
+    func testCommonValuesArePlain() {
+        func text(_ s: String, _ body: (SIPText) -> Bool) -> Bool {
+            var s = s
+            return s.withUTF8 { body(SIPText(baseAddress: $0.baseAddress, count: $0.count)) }
+        }
+        for v in ["\"Mobile\" <sip:+8613800138000@127.0.0.1;user=phone>;tag=1a2b3c", "<sip:100@127.0.0.1;user=phone>", "sip:alice@example.com;tag=x",
+                  "sipp <sip:sipp@127.0.0.1:5061>;tag=12345SIPpTag001", "sut <sip:service@127.0.0.1:5080>",
+                  "\"Alice\" <sips:alice@example.com>;tag=9fxced76sl", "<tel:+8613800138000>",
+                  "\"Anonymous\" <sip:anonymous@anonymous.invalid>;tag=as5f3b2c1e", "<sip:+4930123;cpc=ordinary@[2001:db8::1]:5060>"] {
+            XCTAssertTrue(text(v, isPlainNameAddress), v)
+        }
+        for v in ["SIP/2.0/UDP 127.0.0.1:40000;branch=z9hG4bK1-2;rport", "SIP/2.0/TCP pbx.example.com;branch=z9hG4bKabc",
+                  "SIP/2.0/UDP [2001:db8::1]:5060;branch=z9hG4bKx;received=192.0.2.1"] {
+            XCTAssertTrue(text(v, isPlainVia), v)
+        }
+        for v in ["sip:100@127.0.0.1:5080", "sip:+8613800138000@pbx.example.com;user=phone", "sips:a@[::1]"] {
+            XCTAssertTrue(text(v) { isPlainURI($0) }, v)
+        }
+        XCTAssertTrue(text("lg0000000000000001@127.0.0.1", isPlainCallID))
+        XCTAssertTrue(text("1 INVITE", isPlainCSeq))
+        XCTAssertTrue(text("314159 OPTIONS", isPlainCSeq))
+    }
+
+    /// The scratch arena keeps osip's allocations off the heap and survives osip objects larger
+    /// than the arena (the hooks fall back to malloc and the object is freed by osip).
+    func testOsipWithValuesLargerThanTheArena() {
+        var long = "<sip:u@h"
+        for i in 0..<5_000 { long += ";p\(i)=v\(i)" }
+        long += ">;tag=1"
+        var bytes = Array(long.utf8) + [0]
+        for _ in 0..<3 {
+            let ok = bytes.withUnsafeMutableBufferPointer { $0.withMemoryRebound(to: CChar.self) { OsipBridge.acceptsNameAddress($0.baseAddress!) } }
+            XCTAssertTrue(ok)
+        }
+        bytes = Array("<sip:u@h>;tag=1".utf8) + [0]
+        let ok = bytes.withUnsafeMutableBufferPointer { $0.withMemoryRebound(to: CChar.self) { OsipBridge.acceptsNameAddress($0.baseAddress!) } }
+        XCTAssertTrue(ok)
+    }
+}
