@@ -16,6 +16,7 @@ let package = Package(
     products: [
         .executable(name: "lookupd", targets: ["lookupd"]),
         .executable(name: "lookupd-bench", targets: ["lookupd-bench"]),
+        .executable(name: "lookupd-fuzz", targets: ["lookupd-fuzz"]),
     ],
     targets: [
         .systemLibrary(
@@ -25,19 +26,35 @@ let package = Package(
             providers: [.apt(["libosip2-dev"])]
         ),
         .target(name: "CSupport"),
+        // lookupd update (docs/FEEDS.md): Debian's libcurl, zlib, libzip and libcrypto.
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CZip", path: "Sources/CZip", pkgConfig: "libzip", providers: [.apt(["libzip-dev"])]),
+        .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(name: "TextFormats"),
         .target(name: "Directory", dependencies: ["TextFormats", "CSupport"]),
         .target(name: "Screening", dependencies: ["Directory", "TextFormats"]),
-        .target(name: "SIP", dependencies: ["COSIP"]),
+        .target(name: "SIP", dependencies: ["COSIP", "CSupport"]),
         .target(name: "Configuration", dependencies: ["Directory", "Screening"]),
-        .target(name: "Daemon", dependencies: ["SIP", "Screening", "Directory", "Configuration", "CSupport"]),
-        .executableTarget(name: "lookupd", dependencies: ["Directory", "Screening", "Configuration", "Daemon"]),
+        .target(name: "Daemon", dependencies: ["SIP", "Screening", "Directory", "Configuration", "CSupport", "FeedState"]),
+        // FeedState: the feed state files, read by the daemon's stats too (no Foundation, no C libraries).
+        .target(name: "FeedState"),
+        .target(name: "Feeds", dependencies: ["FeedState", "Configuration", "Directory", "TextFormats", "CCurl", "CZlib", "CZip", "CCrypto"]),
+        .executableTarget(name: "lookupd", dependencies: ["Directory", "Screening", "Configuration", "Daemon", "Feeds", "FeedState"]),
         .executableTarget(name: "lookupd-bench", dependencies: ["Directory", "Screening"]),
+        // Fuzzing (docs/TESTING.md): the targets are a library so the regression
+        // tests replay saved inputs through the same code; scripts/fuzz builds
+        // lookupd-fuzz with libFuzzer, any other build gets a replayer.
+        .target(name: "CFuzzer"),
+        .target(name: "FuzzTargets", dependencies: ["Daemon", "Directory", "Screening", "Configuration", "TextFormats", "CFuzzer"]),
+        .executableTarget(name: "lookupd-fuzz", dependencies: ["FuzzTargets", "CFuzzer"]),
         .testTarget(name: "TextFormatsTests", dependencies: ["TextFormats"]),
         .testTarget(name: "DirectoryTests", dependencies: ["Directory", "TextFormats"]),
         .testTarget(name: "ScreeningTests", dependencies: ["Screening", "Directory", "Configuration"]),
         .testTarget(name: "SIPTests", dependencies: ["SIP"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "SIP", "Screening", "Directory", "Configuration", "lookupd"]),
         .testTarget(name: "CLITests", dependencies: ["lookupd"]),
+        .testTarget(name: "FeedTests", dependencies: ["Feeds", "FeedState", "Configuration", "Directory", "lookupd"]),
+        .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets"]),
     ]
 )

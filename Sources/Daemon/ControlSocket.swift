@@ -30,6 +30,10 @@ final class ControlServer {
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SystemError("control socket") }
         let bound: Int32
+        // Created 0660 (a chmod after bind alone would leave the umask's
+        // mode for a moment). No other thread runs yet.
+        let mask = umask(0o117)
+        defer { umask(mask) }
         do { bound = try UnixAddress.with(path) { bind(fd, $0, $1) } } catch { close(fd); throw error }
         guard bound == 0 else {
             let code = errno

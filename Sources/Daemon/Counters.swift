@@ -7,7 +7,7 @@ public enum Counter: Int, CaseIterable, Sendable {
     case udpInvite, udpAck, udpCancel, udpBye, udpOptions, udpRegister, udpOther
     case tcpInvite, tcpAck, tcpCancel, tcpBye, tcpOptions, tcpRegister, tcpOther
     // Verdicts for initial INVITEs.
-    case verdictBlocked, verdictIdentified, verdictContact, verdictUnknown, verdictAnonymous, verdictInvalid
+    case verdictBlocked, verdictIdentified, verdictContact, verdictUnknown, verdictAnonymous, verdictInvalid, verdictBypassed
     // Responses sent, by status code.
     case response200, response302, response400, response403, response404, response405, response416
     case response420, response481, response483, response501, response503, response505
@@ -17,6 +17,10 @@ public enum Counter: Int, CaseIterable, Sendable {
     case labelsRefused, responseTooLarge, sendErrors, cancelIgnored
     // TCP.
     case tcpAccepted, tcpRefused, tcpClosedIdle, tcpClosedSlow, tcpClosedUnread, tcpClosedInvalid, tcpKeepalives
+    // Caller policies and time windows acting on a call (docs/POLICIES.md).
+    case policyBypass, policyAnonymousLabel, policyAnonymousBlock, policyInvalidLabel, policyInvalidBlock
+    case policyVerstatFailedLabel, policyVerstatFailedBlock, policyNoValidationLabel, policyNoValidationBlock
+    case policyContactDistrusted, policyInactiveDirectory
 
     static let methodOffset = 7
 
@@ -43,6 +47,7 @@ public enum Counter: Int, CaseIterable, Sendable {
         case .verdictUnknown: return ("lookupd_verdicts_total", "verdict=\"unknown\"")
         case .verdictAnonymous: return ("lookupd_verdicts_total", "verdict=\"anonymous\"")
         case .verdictInvalid: return ("lookupd_verdicts_total", "verdict=\"invalid\"")
+        case .verdictBypassed: return ("lookupd_verdicts_total", "verdict=\"bypassed\"")
         case .response200: return ("lookupd_responses_total", "code=\"200\"")
         case .response302: return ("lookupd_responses_total", "code=\"302\"")
         case .response400: return ("lookupd_responses_total", "code=\"400\"")
@@ -77,6 +82,17 @@ public enum Counter: Int, CaseIterable, Sendable {
         case .tcpClosedUnread: return ("lookupd_tcp_connections_total", "event=\"closed_unread_responses\"")
         case .tcpClosedInvalid: return ("lookupd_tcp_connections_total", "event=\"closed_invalid_framing\"")
         case .tcpKeepalives: return ("lookupd_tcp_keepalives_total", "")
+        case .policyBypass: return ("lookupd_policy_total", "policy=\"bypass\",action=\"bypass\"")
+        case .policyAnonymousLabel: return ("lookupd_policy_total", "policy=\"anonymous-callers\",action=\"label\"")
+        case .policyAnonymousBlock: return ("lookupd_policy_total", "policy=\"anonymous-callers\",action=\"block\"")
+        case .policyInvalidLabel: return ("lookupd_policy_total", "policy=\"invalid-callers\",action=\"label\"")
+        case .policyInvalidBlock: return ("lookupd_policy_total", "policy=\"invalid-callers\",action=\"block\"")
+        case .policyVerstatFailedLabel: return ("lookupd_policy_total", "policy=\"verstat-failed\",action=\"label\"")
+        case .policyVerstatFailedBlock: return ("lookupd_policy_total", "policy=\"verstat-failed\",action=\"block\"")
+        case .policyNoValidationLabel: return ("lookupd_policy_total", "policy=\"verstat-no-validation\",action=\"label\"")
+        case .policyNoValidationBlock: return ("lookupd_policy_total", "policy=\"verstat-no-validation\",action=\"block\"")
+        case .policyContactDistrusted: return ("lookupd_policy_total", "policy=\"verstat-failed-contacts\",action=\"ignore\"")
+        case .policyInactiveDirectory: return ("lookupd_policy_total", "policy=\"active\",action=\"skip\"")
         }
     }
 

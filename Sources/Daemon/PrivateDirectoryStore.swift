@@ -47,7 +47,9 @@ final class PrivateDirectoryStore {
     /// the file has not changed.
     func open(_ config: DirectoryConfig) throws(DirectoryError) -> DirectoryFile {
         let path = config.path
-        let source = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: opening a FIFO put at the path would otherwise wait
+        // for a writer, and the reload with it (fstat then refuses it).
+        let source = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard source >= 0 else { throw .system(path: path, operation: "open", errno: errno) }
         defer { close(source) }
         var st = stat()
@@ -66,6 +68,18 @@ final class PrivateDirectoryStore {
         try file.verify()
         cache[path] = (identity, file)
         return file
+    }
+
+    /// The identity of the file the cached copy of `path` was made from.
+    func loadedIdentity(_ path: String) -> Identity? { cache[path]?.identity }
+
+    /// The identity of the file at `path` now; nil when it cannot be stat'ed.
+    static func currentIdentity(_ path: String) -> Identity? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return Identity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), size: Int64(st.st_size),
+                        mtime: st.st_mtim.tv_sec, mtimeNanos: st.st_mtim.tv_nsec,
+                        ctime: st.st_ctim.tv_sec, ctimeNanos: st.st_ctim.tv_nsec)
     }
 
     /// Drops cached copies not named by the set now in use.

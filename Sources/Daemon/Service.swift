@@ -21,6 +21,7 @@ public final class Service {
     private let logger: Logger
     private var loader: ServingSetLoader
     private var current: CurrentSet
+    private var journals: JournalWatcher
     private let stop = StopFlag()
     private var workers: [Worker] = []
     private var threads: [pthread_t] = []
@@ -46,7 +47,8 @@ public final class Service {
         let loaded: (set: ServingSet, warnings: [Diagnostic])
         do { loaded = try loader.load(config) } catch { throw ServiceError(error.description) }
         for warning in loaded.warnings { logger.warning("contacts: \(warning)") }
-        current = CurrentSet(loaded.set)
+        journals = JournalWatcher(logger: logger, store: loader.store)
+        current = CurrentSet(journals.attach(loaded.set))
         logger.notice("loaded \(Service.describe(loaded.set)) in \(Int((monotonicNow() - started) * 1000)) ms")
     }
 
@@ -60,6 +62,9 @@ public final class Service {
     public func run() throws(ServiceError) -> Int32 {
         let config = current.get().config
         raiseFileLimit()
+        // The daemon never execs anything; with this (the unit also sets
+        // NoNewPrivileges=) nothing running in it could gain privileges.
+        _ = lookupd_no_new_privileges()
 
         // Workers inherit this mask, so only the control loop sees the signals.
         var signals = sigset_t()
@@ -127,13 +132,18 @@ public final class Service {
         }
         let watchdog = notifier.watchdogInterval.map { $0 / 2 }
         var lastPing = monotonicNow()
+        var lastJournalPoll = monotonicNow()
         var events = [epoll_event](repeating: epoll_event(), count: 8)
         while true {
-            let timeout = Int32((watchdog ?? 1.0) * 1000)
+            let timeout = Int32(min(watchdog ?? 1.0, JournalWatcher.interval) * 1000)
             let n = events.withUnsafeMutableBufferPointer { epoll_wait(epfd, $0.baseAddress, 8, timeout) }
             if let watchdog, monotonicNow() - lastPing >= watchdog {
                 notifier.send("WATCHDOG=1")
                 lastPing = monotonicNow()
+            }
+            if monotonicNow() - lastJournalPoll >= JournalWatcher.interval {
+                lastJournalPoll = monotonicNow()
+                if let updated = journals.poll(current.get(), derive: loader.derive) { current.replace(updated) }
             }
             guard n > 0 else { continue }
             for i in 0..<Int(n) {
@@ -172,7 +182,7 @@ public final class Service {
                 logger.warning("reload: listen, workers, control-socket, state-directory and max-message-size changes take effect on restart")
             }
             for warning in loaded.warnings { logger.warning("contacts: \(warning)") }
-            current.replace(loaded.set)
+            current.replace(journals.attach(loaded.set))
             reloads += 1
             lastReloadError = nil
             let message = "reloaded (\(trigger)) generation \(loaded.set.generation) in \(Int((monotonicNow() - started) * 1000)) ms: \(Service.describe(loaded.set))"

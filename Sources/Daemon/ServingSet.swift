@@ -14,6 +14,8 @@ public final class ServingSet: Sendable {
     public let blockResponses: [BlockResponse]
     /// Monotonic seconds when loaded.
     public let loadedAt: Double
+    /// Now in the configured time zone, for `active=` windows.
+    public let clock: ZoneClock
 
     init(generation: UInt64, config: LookupdConfig, screening: ScreeningSet) {
         self.generation = generation
@@ -21,6 +23,7 @@ public final class ServingSet: Sendable {
         self.screening = screening
         self.blockResponses = config.directories.map { $0.blockResponse ?? config.blockResponse }
         self.loadedAt = monotonicNow()
+        self.clock = ZoneClock(zone: config.timeZone)
     }
 
     func isAllowed(_ address: IPAddress) -> Bool {
@@ -39,7 +42,7 @@ public final class ServingSet: Sendable {
 /// verified copies. Used by the start-up and reload path only.
 final class ServingSetLoader {
     let configPath: String
-    private let store: PrivateDirectoryStore
+    let store: PrivateDirectoryStore
     private var generation: UInt64 = 0
 
     init(configPath: String, stateDirectory: String) {
@@ -60,13 +63,24 @@ final class ServingSetLoader {
     func load(_ config: LookupdConfig) throws(LoadFailure) -> (set: ServingSet, warnings: [Diagnostic]) {
         let loaded: ScreeningLoader.Loaded
         do {
-            loaded = try ScreeningLoader.load(config, verify: false) { c throws(DirectoryError) in try store.open(c) }
+            // Journals are laid over by the JournalWatcher, which then follows them.
+            loaded = try ScreeningLoader.load(config, verify: false, journals: false) { c throws(DirectoryError) in try store.open(c) }
         } catch {
             throw .load(error)
         }
         store.retain(only: config.directories.map(\.path))
+        ZoneClock.activate(config.timeZone)
         generation += 1
         return (ServingSet(generation: generation, config: config, screening: loaded.set), loaded.warnings)
+    }
+}
+
+extension ServingSetLoader {
+    /// The set with other screening (a journal update, a compacted
+    /// directory file), as the next generation.
+    func derive(_ set: ServingSet, screening: ScreeningSet) -> ServingSet {
+        generation += 1
+        return ServingSet(generation: generation, config: set.config, screening: screening)
     }
 }
 

@@ -30,6 +30,7 @@ struct StatsReport {
             "lookupd_send_errors_total": "Answers the kernel refused to send.",
             "lookupd_tcp_connections_total": "SIP TCP connection events.",
             "lookupd_tcp_keepalives_total": "CRLF keep-alives received on TCP.",
+            "lookupd_policy_total": "Calls a caller policy acted on (bypass, label, block, contact ignored, directory outside its active window).",
         ]
         for counter in Counter.allCases {
             let (name, labels) = counter.metric
@@ -63,6 +64,14 @@ struct StatsReport {
         header("lookupd_contacts", "gauge", "Numbers in each contacts list in force.")
         for c in set.screening.contacts {
             out += "lookupd_contacts{list=\"\(escape(c.name))\"} \(c.count)\n"
+        }
+        for family in journalGauges() {
+            header(family.name, "gauge", family.help)
+            for line in family.lines { out += line }
+        }
+        for family in feedGauges() {
+            header(family.name, "gauge", family.help)
+            for line in family.lines { out += line }
         }
         header("lookupd_uptime_seconds", "gauge", "Seconds since start.")
         out += "lookupd_uptime_seconds \(Int(uptime))\n"

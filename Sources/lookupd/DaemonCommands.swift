@@ -16,6 +16,10 @@ let serveCommand = Command(
     CANCEL are absorbed. Runs in the foreground and logs to standard error
     with journald priority prefixes.
 
+    Changes made with lookupd add and lookupd remove (each directory's
+    journal), and files written by lookupd compact, are applied within a
+    second without a reload.
+
     Signals: SIGHUP reloads (config, contacts, directories; fully verified
     before it is swapped in; a failed reload keeps the old set);
     SIGTERM/SIGINT stop cleanly. With systemd (Type=notify) it reports

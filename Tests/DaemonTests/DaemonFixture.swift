@@ -111,6 +111,11 @@ class DaemonTestCase: XCTestCase {
     override func tearDown() {
         for daemon in daemons {
             daemon.child.stop(grace: 5)
+            // Under scripts/sanitize the daemon is instrumented: a report in
+            // its stderr (a leak is only reported at exit) fails the test.
+            if let report = daemon.stderr.range(of: #"(==\d+==ERROR: \w+Sanitizer|WARNING: ThreadSanitizer)"#, options: .regularExpression) {
+                XCTFail("\(daemon.name): sanitizer report:\n\(daemon.stderr[report.lowerBound...].prefix(6000))")
+            }
             if testRun.map({ !$0.hasSucceeded }) ?? false {
                 let log = daemon.stderr
                 print("--- \(daemon.name) stderr (last 4000 bytes) ---\n\(log.suffix(4000))")

@@ -1,0 +1,268 @@
+import Directory
+import Foundation
+import Glibc
+import XCTest
+
+/// Issue 8, requirement 4: operators (and scripts gone wrong) change the
+/// configured directory file while the daemon serves from it and while it
+/// reloads. The daemon serves from a private copy (PrivateDirectoryStore;
+/// docs/TESTING.md), so nothing done to the configured path can fault it:
+/// it keeps answering from the last good set and says why a reload failed.
+final class FileReplacementTests: DaemonTestCase {
+    var configured: String { path("main.lkd") }
+
+    /// The directory as it was compiled, version 2 of it, and a file of
+    /// another format version (version field 2, header checksum redone).
+    func versions() throws -> (v1: [UInt8], v2: [UInt8], otherFormat: [UInt8]) {
+        let v1 = [UInt8](FileManager.default.contents(atPath: configured)!)
+        try compile(ReloadTests.directoryV2, to: "v2.lkd")
+        let v2 = [UInt8](FileManager.default.contents(atPath: path("v2.lkd"))!)
+        var other = v1
+        other[8] = 2
+        let checksum = other.withUnsafeBytes { XXH64.hash(UnsafeRawBufferPointer(rebasing: $0[0..<248])) }
+        for i in 0..<8 { other[248 + i] = UInt8(truncatingIfNeeded: checksum >> UInt64(8 * i)) }
+        return (v1, v2, other)
+    }
+
+    /// Writes into the existing file (same inode), without truncating unless asked.
+    func writeInPlace(_ bytes: [UInt8], at offset: Int = 0, truncate: Bool = false) {
+        let fd = open(configured, O_WRONLY | (truncate ? O_TRUNC : 0))
+        precondition(fd >= 0, "open \(configured): \(String(cString: strerror(errno)))")
+        defer { close(fd) }
+        let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(offset)) }
+        precondition(n == bytes.count)
+    }
+
+    func assertServes(_ daemon: LookupdDaemon, version: Int, _ when: String, file: StaticString = #filePath, line: UInt = #line) {
+        guard let peer = try? UDPPeer() else { return XCTFail("socket", file: file, line: line) }
+        for e in ReloadTests.expectations {
+            let want = version == 1 ? e.v1 : e.v2
+            let answer = peer.exchange(invite(from: "<sip:\(e.caller)@pbx.example>", port: daemon.port), port: daemon.port)
+            XCTAssertEqual(answer?.statusLine, want.0, "\(e.caller) \(when)", file: file, line: line)
+            XCTAssertEqual(answer?.header("X-Caller-Label"), want.1.map(Answer.quoted), "\(e.caller) \(when)", file: file, line: line)
+        }
+    }
+
+    /// `lookupd reload` must fail, naming the file and `reason`.
+    func assertReloadRefused(_ daemon: LookupdDaemon, _ reason: String, _ when: String,
+                             file: StaticString = #filePath, line: UInt = #line) throws {
+        let started = monotonicSeconds()
+        let result = try lookupd(["reload", "--config", daemon.configPath], timeout: 20)
+        XCTAssertLessThan(monotonicSeconds() - started, 10, "\(when): the reload took too long", file: file, line: line)
+        XCTAssertEqual(result.status, 1, "\(when): \(result.summary)", file: file, line: line)
+        XCTAssertTrue(result.stderr.contains("failed, still serving generation"), "\(when): \(result.stderr)", file: file, line: line)
+        XCTAssertTrue(result.stderr.contains("\(configured): \(reason)"), "\(when): expected '\(reason)' in: \(result.stderr)", file: file, line: line)
+    }
+
+    func testEveryKindOfReplacementWhileServing() throws {
+        let (v1, v2, otherFormat) = try versions()
+        let daemon = try startDaemon(["log-level = notice"])
+        let baseline = try XCTUnwrap(Vitals(pid: daemon.pid))
+        assertServes(daemon, version: 1, "at start")
+        var refusals = 0
+
+        // Each change: applied, then served from the old set, then a reload refused with its reason.
+        let changes: [(name: String, reason: String, apply: () throws -> Void)] = [
+            ("overwritten in place with garbage", "content checksum mismatch", {
+                self.writeInPlace((0..<200).map { UInt8(truncatingIfNeeded: $0 &* 37) }, at: 260)
+            }),
+            ("truncated in place", "truncated", {
+                self.writeInPlace(v1)
+                XCTAssertEqual(truncate(self.configured, off_t(v1.count / 2)), 0)
+            }),
+            ("truncated to nothing", "truncated", { XCTAssertEqual(truncate(self.configured, 0), 0) }),
+            ("deleted", "cannot open: No such file or directory", { XCTAssertEqual(unlink(self.configured), 0) }),
+            ("replaced by CSV text", "not a lookupd directory", {
+                self.write("main.lkd", Lists.directoryCSV)
+            }),
+            ("replaced by a folder", "corrupt directory: not a regular file", {
+                XCTAssertEqual(unlink(self.configured), 0)
+                XCTAssertEqual(mkdir(self.configured, 0o755), 0)
+            }),
+            // Opening a FIFO for reading waits for a writer: the reload must not.
+            ("replaced by a FIFO", "corrupt directory: not a regular file", {
+                XCTAssertEqual(rmdir(self.configured), 0)
+                XCTAssertEqual(mkfifo(self.configured, 0o644), 0)
+            }),
+            ("replaced by a symlink to a device", "corrupt directory: not a regular file", {
+                XCTAssertEqual(unlink(self.configured), 0)
+                XCTAssertEqual(symlink("/dev/zero", self.configured), 0)
+            }),
+            ("replaced by another format version", "unsupported directory format version 2", {
+                XCTAssertEqual(unlink(self.configured), 0)
+                self.write("main.lkd", Data(otherFormat))
+            }),
+        ]
+        for change in changes {
+            try change.apply()
+            assertServes(daemon, version: 1, "after the file was \(change.name)")
+            try assertReloadRefused(daemon, change.reason, change.name)
+            refusals += 1
+            assertServes(daemon, version: 1, "after a refused reload (\(change.name))")
+            XCTAssertTrue(daemon.stderr.contains("failed, still serving generation 1: \(configured): \(change.reason)"),
+                          "the log says why (\(change.name)):\n\(daemon.stderr.suffix(2000))")
+        }
+
+        // Overwritten in place with a good new version (same inode): taken.
+        XCTAssertEqual(unlink(configured), 0)
+        write("main.lkd", Data(v1))
+        XCTAssertEqual(try lookupd(["reload", "--config", daemon.configPath]).status, 0)
+        writeInPlace(v2, truncate: true)
+        let reload = try lookupd(["reload", "--config", daemon.configPath])
+        XCTAssertEqual(reload.status, 0, reload.summary)
+        assertServes(daemon, version: 2, "after a good file was written in place")
+
+        let stats = try stats(daemon)
+        XCTAssertEqual(stats["lookupd_reload_failures_total"], refusals, stats.text)
+        XCTAssertEqual(stats["lookupd_reloads_total"], 2, stats.text)
+        assertServing(daemon, "after every kind of replacement")
+        assertBounded(daemon, since: baseline, "after every kind of replacement")
+    }
+
+    /// Replacements racing reloads (SIGHUP every 20 ms) under traffic: every
+    /// request gets the old or the new answer, none is lost, the daemon never
+    /// dies, and once a good file is back a reload takes it.
+    func testReplacementsRacingReloadsUnderTraffic() throws {
+        let (v1, v2, otherFormat) = try versions()
+        let daemon = try startDaemon(["log-level = notice"])
+        let port = daemon.port
+        let recorder = Recorder()
+        let finished = DispatchSemaphore(value: 0)
+        let callers = ReloadTests.expectations.map(\.caller)
+        let senders = 2
+        for k in 0..<senders {
+            Thread {
+                defer { finished.signal() }
+                var i = k
+                guard let peer = try? UDPPeer() else { return recorder.fail("socket") }
+                while !recorder.isStopped {
+                    let caller = callers[i % callers.count]
+                    i += 1
+                    let answer = peer.exchange(invite(from: "<sip:\(caller)@pbx.example>", port: port), port: port, timeout: 2)
+                    recorder.add(.init(caller: caller, sent: 0, received: 0, status: answer?.statusLine, label: answer?.header("X-Caller-Label")))
+                }
+            }.start()
+        }
+        // The file changes constantly, in every way; some changes leave a good file.
+        let configured = self.configured
+        let stage = path("stage.lkd")
+        let mutator = Thread {
+            defer { finished.signal() }
+            var random = SplitMix(seed: 4)
+            func put(_ bytes: [UInt8], inPlace: Bool) {
+                if inPlace {
+                    let fd = open(configured, O_WRONLY | O_CREAT, 0o644)
+                    guard fd >= 0 else { return }
+                    // In pieces: a reload may copy a half-written file.
+                    var offset = 0
+                    while offset < bytes.count {
+                        let n = min(bytes.count - offset, Int.random(in: 64...4096, using: &random))
+                        _ = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + offset, n, off_t(offset)) }
+                        offset += n
+                    }
+                    _ = ftruncate(fd, off_t(bytes.count))
+                    close(fd)
+                } else {
+                    _ = FileManager.default.createFile(atPath: stage, contents: Data(bytes))
+                    _ = rename(stage, configured)
+                }
+            }
+            while !recorder.isStopped {
+                unlink(configured + ".fifo")
+                switch Int.random(in: 0..<8, using: &random) {
+                case 0: put(v1, inPlace: true)
+                case 1: put(v2, inPlace: true)
+                case 2: put(v2, inPlace: false)
+                case 3: _ = truncate(configured, off_t(Int.random(in: 0..<v1.count, using: &random)))
+                case 4: _ = unlink(configured)
+                case 5: put(otherFormat, inPlace: Bool.random(using: &random))
+                case 6: if unlink(configured) == 0 || errno == ENOENT { _ = mkfifo(configured, 0o644) }
+                default: put(Array(v1.prefix(Int.random(in: 0..<v1.count, using: &random))), inPlace: false)
+                }
+                usleep(UInt32.random(in: 1_000...15_000, using: &random))
+                // A FIFO is only ever a short-lived state.
+                var st = stat()
+                if lstat(configured, &st) == 0, (st.st_mode & S_IFMT) == S_IFIFO { _ = unlink(configured) }
+            }
+        }
+        mutator.start()
+        let deadline = monotonicSeconds() + 6
+        while monotonicSeconds() < deadline, daemon.isRunning {
+            daemon.signal(SIGHUP)
+            usleep(20_000)
+        }
+        recorder.stop()
+        for _ in 0..<(senders + 1) { XCTAssertEqual(finished.wait(timeout: .now() + 10), .success) }
+        XCTAssertTrue(daemon.isRunning, "lookupd died while its file changed under reloads:\n\(daemon.stderr.suffix(3000))")
+        XCTAssertNil(recorder.failure)
+
+        let entries = recorder.entries
+        XCTAssertGreaterThan(entries.count, 100)
+        XCTAssertEqual(entries.filter { $0.status == nil }.count, 0, "requests without an answer")
+        var wrong: [String] = []
+        for e in entries where e.status != nil {
+            let expected = ReloadTests.expectations.first { $0.caller == e.caller }!
+            let got = (e.status!, e.label)
+            if got != (expected.v1.0, expected.v1.1.map(Answer.quoted)) && got != (expected.v2.0, expected.v2.1.map(Answer.quoted)) {
+                wrong.append("\(e)")
+            }
+        }
+        XCTAssertEqual(wrong.count, 0, "answers from neither version, e.g. \(wrong.prefix(5))")
+
+        // Let the last signals be handled, then settle on a good file.
+        usleep(300_000)
+        unlink(configured)
+        write("main.lkd", Data(v2))
+        let reload = try lookupd(["reload", "--config", daemon.configPath], timeout: 30)
+        XCTAssertEqual(reload.status, 0, reload.summary)
+        assertServes(daemon, version: 2, "after the file settled")
+        let stats = try stats(daemon)
+        print("racing replacements: \(entries.count) answers, \(stats["lookupd_reloads_total"]) reloads taken, \(stats["lookupd_reload_failures_total"]) refused")
+        XCTAssertGreaterThan(stats["lookupd_reload_failures_total"], 0, stats.text)
+        XCTAssertGreaterThan(stats["lookupd_reloads_total"], 0, stats.text)
+        assertServing(daemon, "after racing replacements")
+    }
+
+    /// The contacts list and the config are read at every reload too; one
+    /// truncated while it is being read must not fault the daemon.
+    func testContactsAndConfigTruncatedWhileReloading() throws {
+        // Large enough that reading it takes a while.
+        var csv = "name,number\n"
+        for i in 0..<60_000 { csv += "Contact number \(i),+86139\(String(format: "%08d", i))\n" }
+        let contacts = write("big.csv", csv)
+        let full = Data(csv.utf8)
+        let daemon = try startDaemon(["log-level = notice"], contacts: ["big.csv"])
+        let config = daemon.configPath
+        let configText = readText(config)
+        let stop = Recorder()
+        let finished = DispatchSemaphore(value: 0)
+        Thread {
+            defer { finished.signal() }
+            var random = SplitMix(seed: 6)
+            while !stop.isStopped {
+                _ = truncate(contacts, off_t(Int.random(in: 0..<full.count, using: &random)))
+                usleep(UInt32.random(in: 0...3_000, using: &random))
+                _ = truncate(config, off_t(Int.random(in: 0..<configText.utf8.count, using: &random)))
+                usleep(UInt32.random(in: 0...3_000, using: &random))
+                // Back to whole (in place), so some reloads succeed.
+                if let h = FileHandle(forWritingAtPath: contacts) { h.write(full); try? h.close() }
+                if let h = FileHandle(forWritingAtPath: config) { h.write(Data(configText.utf8)); try? h.close() }
+            }
+        }.start()
+        let deadline = monotonicSeconds() + 5
+        while monotonicSeconds() < deadline, daemon.isRunning {
+            daemon.signal(SIGHUP)
+            usleep(30_000)
+        }
+        stop.stop()
+        XCTAssertEqual(finished.wait(timeout: .now() + 10), .success)
+        XCTAssertTrue(daemon.isRunning, "lookupd died while its contacts/config were truncated under reloads:\n\(daemon.stderr.suffix(3000))")
+        write(URL(fileURLWithPath: config).lastPathComponent, configText)
+        write("big.csv", full)
+        XCTAssertEqual(try lookupd(["reload", "--config", config], timeout: 30).status, 0)
+        assertServing(daemon, "after contacts and config were truncated under reloads")
+        let peer = try UDPPeer()
+        XCTAssertEqual(peer.exchange(invite(from: "<sip:+8613900000042@pbx.example>", port: daemon.port), port: daemon.port)?
+            .header("X-Caller-Label"), Answer.quoted("Contact number 42"))
+    }
+}

@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""Writes the fuzz seed corpora into Tests/Fixtures/fuzz/seeds/TARGET/.
+
+  Tests/Fixtures/fuzz/make-seeds.py [LOOKUPD]
+
+LOOKUPD (a built lookupd) compiles the directory seeds; without it the
+directory seeds already present are kept. Each request-path seed is one mode
+byte (see Sources/FuzzTargets/RequestPathTarget.swift) and the bytes a peer
+sends; each directory seed is one mode byte and a directory file.
+Deterministic: the same inputs give the same files.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+SEEDS = os.path.join(HERE, "seeds")
+TORTURE = os.path.join(ROOT, "Tests", "Fixtures", "sip-torture")
+CONFIG = os.path.join(ROOT, "Config")
+
+UDP, TCP = 0, 1
+LOCAL, TRUSTED, OUTSIDER, IPV6 = 0 << 1, 1 << 1, 2 << 1, 3 << 1
+VARIANT_B = 1 << 3
+
+
+def put(target, name, data):
+    folder = os.path.join(SEEDS, target)
+    os.makedirs(folder, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(os.path.join(folder, name), "wb") as f:
+        f.write(data)
+
+
+def sip(lines, body=""):
+    return ("\r\n".join(lines) + "\r\n\r\n" + body).encode()
+
+
+def invite(caller_uri, extra=(), callee="13000000000", transport="UDP", display="", to_tag=None, method="INVITE"):
+    frm = (f'"{display}" ' if display else "") + f"<{caller_uri}>;tag=a73kszlfl"
+    to = f"<sip:{callee}@127.0.0.1:5080>" + (f";tag={to_tag}" if to_tag else "")
+    return sip([
+        f"{method} sip:{callee}@127.0.0.1:5080 SIP/2.0",
+        f"Via: SIP/2.0/{transport} 192.0.2.1:5060;branch=z9hG4bK74bf9;rport",
+        "Max-Forwards: 70",
+        f"From: {frm}",
+        f"To: {to}",
+        "Call-ID: 3848276298220188511@192.0.2.1",
+        f"CSeq: 1 {method}",
+        "Contact: <sip:pbx@192.0.2.1:5060>",
+        *extra,
+        "Content-Length: 0",
+    ])
+
+
+def request_path():
+    names = sorted(n for n in os.listdir(TORTURE) if n.endswith(".dat"))
+    for n in names:
+        data = open(os.path.join(TORTURE, n), "rb").read()
+        stem = n[:-4]
+        put("request-path", f"torture-{stem}-udp", bytes([UDP | LOCAL]) + data)
+        put("request-path", f"torture-{stem}-tcp", bytes([TCP | TRUSTED]) + data)
+    callers = {
+        "blocked": "sip:+8613800138000@pbx.example",
+        "blocked-unlabelled": "sip:+8613700001111@pbx.example",
+        "contact": "sip:+8613911112222@pbx.example",
+        "identified": "sip:+8618600000000@pbx.example;user=phone",
+        "escaped-label": "sip:+8613566667777@pbx.example",
+        "backslash-label": "sip:+8613566667778@pbx.example",
+        "uri-label": "sip:+8613566667779@pbx.example",
+        "cjk-label": "sip:+8613511112222@pbx.example",
+        "long-label": "sip:+8613511112225@pbx.example",
+        "prefix": "sip:+8617012345678@pbx.example",
+        "national": "sip:01059000000@pbx.example",
+        "second-list": "sip:13000000001@pbx.example",
+        "unknown": "sip:+8613000000009@pbx.example",
+        "tel": "tel:+8613800138000;phone-context=+86",
+        "anonymous": "sip:anonymous@anonymous.invalid",
+        "fullwidth": "sip:%EF%BC%8B8613800138000@pbx.example",
+        "letters": "sip:alice@pbx.example",
+        "north-america": "sip:+12025550123@pbx.example",
+    }
+    for name, uri in callers.items():
+        put("request-path", f"invite-{name}-udp", bytes([UDP | LOCAL]) + invite(uri))
+        put("request-path", f"invite-{name}-b", bytes([UDP | LOCAL | VARIANT_B]) + invite(uri))
+    pai = ["P-Asserted-Identity: <tel:+8613800138000>, \"Carrier\" <sip:+8618600000000@carrier.example>"]
+    put("request-path", "invite-pai-trusted", bytes([UDP | TRUSTED]) + invite("sip:+8613000000009@pbx.example", pai))
+    put("request-path", "invite-pai-ipv6", bytes([UDP | IPV6]) + invite("sip:+8613000000009@pbx.example", pai))
+    put("request-path", "invite-pai-untrusted", bytes([UDP | LOCAL]) + invite("sip:+8613000000009@pbx.example", pai))
+    put("request-path", "invite-privacy-id", bytes([UDP | TRUSTED]) + invite("sip:+8618600000000@pbx.example", ["Privacy: id;header", *pai]))
+    put("request-path", "invite-outsider", bytes([UDP | OUTSIDER]) + invite("sip:+8613800138000@pbx.example"))
+    put("request-path", "invite-outsider-b", bytes([UDP | OUTSIDER | VARIANT_B]) + invite("sip:+8613800138000@pbx.example"))
+    put("request-path", "invite-display-name", bytes([UDP | LOCAL]) + invite("sip:+8613800138000@pbx.example", display='Evil \\"X-Injected: 1\\"'))
+    put("request-path", "invite-folded-from", bytes([UDP | LOCAL]) + sip([
+        "INVITE sip:13000000000@127.0.0.1 SIP/2.0",
+        "Via: SIP/2.0/UDP 192.0.2.1;branch=z9hG4bKf1",
+        "From: \"Folded\r\n X-Injected: yes\" <sip:+8618600000000@pbx.example>;tag=1",
+        "To: <sip:13000000000@127.0.0.1>", "Call-ID: fold@192.0.2.1", "CSeq: 7 INVITE", "Max-Forwards: 70", "Content-Length: 0"]))
+    put("request-path", "invite-require", bytes([UDP | LOCAL]) + invite("sip:+8613800138000@pbx.example", ["Require: 100rel, foo", "Proxy-Require: bar"]))
+    put("request-path", "invite-sdp", bytes([UDP | LOCAL]) + sip([
+        "INVITE sip:13000000000@127.0.0.1 SIP/2.0",
+        "v: SIP/2.0/UDP 192.0.2.1;branch=z9hG4bKc1, SIP/2.0/TCP 192.0.2.2;branch=z9hG4bKc2",
+        "f: <sip:+8613812345678@pbx.example>;tag=1", "t: <sip:13000000000@127.0.0.1>", "i: compact@192.0.2.1",
+        "CSeq: 1 INVITE", "c: application/sdp", "l: 24"], "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\n"[:24]))
+    for method in ["OPTIONS", "BYE", "REGISTER", "CANCEL", "ACK", "SUBSCRIBE", "FOO"]:
+        put("request-path", f"method-{method.lower()}", bytes([UDP | LOCAL]) + invite("sip:pbx@192.0.2.1", method=method))
+    put("request-path", "reinvite", bytes([UDP | LOCAL]) + invite("sip:+8613800138000@pbx.example", to_tag="b1"))
+    put("request-path", "tcp-pipelined", bytes([TCP | LOCAL]) + invite("sip:+8613800138000@pbx.example", transport="TCP")
+        + b"\r\n\r\n" + invite("sip:+8618600000000@pbx.example", transport="TCP") + b"\r\n")
+    put("request-path", "tcp-ping", bytes([TCP | LOCAL]) + b"\r\n\r\n\r\n\r\n")
+    put("request-path", "tcp-b-options", bytes([TCP | LOCAL | VARIANT_B]) + invite("sip:pbx@192.0.2.1", method="OPTIONS", transport="TCP"))
+    put("request-path", "response", bytes([UDP | LOCAL]) + sip([
+        "SIP/2.0 200 OK", "Via: SIP/2.0/UDP 192.0.2.1;branch=z9hG4bK1", "From: <sip:a@b>;tag=1", "To: <sip:c@d>;tag=2",
+        "Call-ID: r@x", "CSeq: 1 OPTIONS", "Content-Length: 0"]))
+    put("request-path", "keepalive", bytes([UDP | LOCAL]) + b"\r\n\r\n")
+
+
+def directory(lookupd):
+    if not lookupd:
+        return
+    work = tempfile.mkdtemp(prefix="lookupd-seeds-")
+    try:
+        plan = os.path.join(work, "plan.conf")
+        open(plan, "w").write("# China\n")
+        sources = {
+            "sample": os.path.join(CONFIG, "sample-directory.csv"),
+        }
+        texts = {
+            "one-entry": "number,action,label\n+8613800138000,block,Fraud\n",
+            "one-prefix": "number,action,label\n+86170*,identify,Virtual\n",
+            "unlabelled": "number,action,label\n+8613800138000,block,\n+8613800138001,block,\n",
+            "labels": "number,action,label\n+8613566667777,identify,\"Zoë's \"\"Café\"\" \\ Bar\"\n"
+                      "+8613511112222,identify,北京市公安局\n+8613511112223,identify,مركز الاتصال\n"
+                      + "".join(f"+86135000000{i:02d},identify,Label {i:02d}\n" for i in range(40)),
+            "prefixes": "number,action,label\n" + "".join(f"+86{p}*,block,P{len(str(p))}\n" for p in [1, 13, 135, 1350, 13500, 135000, 1350000]),
+        }
+        for name, text in texts.items():
+            path = os.path.join(work, name + ".csv")
+            open(path, "w").write(text)
+            sources[name] = path
+        for name, source in sources.items():
+            out = os.path.join(work, name + ".lkd")
+            subprocess.run([lookupd, "compile", "--config", plan, "-q", source, "-o", out], check=True)
+            data = open(out, "rb").read()
+            put("directory", f"{name}-asis", bytes([0]) + data)
+            put("directory", f"{name}-fixup", bytes([1]) + data)
+        put("directory", "short", bytes([0]) + b"\x89LKD\r\n\x1a\n")
+    finally:
+        shutil.rmtree(work)
+
+
+def text_targets():
+    put("config", "sample", open(os.path.join(CONFIG, "lookupd.conf"), "rb").read())
+    put("config", "everything", "\n".join([
+        "country-code = 86", "national-prefix = 0", "international-prefix = 00",
+        "directory = /var/lib/lookupd/a.lkd name=a block-response=608",
+        "directory = relative.lkd block-response=603+",
+        "contacts = /etc/lookupd/contacts.vcf", "contacts = c.csv",
+        "listen = udp:127.0.0.1:5060", "listen = tcp:[::1]:5060", "mode = redirect", "workers = auto",
+        "allow-from = 10.0.0.0/8, 2001:db8::/32, 192.0.2.1", "refuse-action = drop",
+        "trust-asserted-identity-from = 192.0.2.1", "block-response = 607", "unknown-response = 404",
+        "label-header = X-Caller-Label", "max-message-size = 4096", "control-socket = /run/lookupd/c.sock",
+        "state-directory = /var/lib/lookupd", "log-level = debug", "tcp-max-connections = 100", "tcp-idle-timeout = 30", ""]))
+    put("config", "crlf", "listen = udp:127.0.0.1:5060\r\n# comment\r\nworkers = 2\r\n")
+    put("config", "errors", "listen = udp:127.0.0.1:99999\nblock-respons = 607\n= x\n")
+
+    put("csv", "sample", open(os.path.join(CONFIG, "sample-directory.csv"), "rb").read())
+    put("csv", "semicolon", "number;action;label\n+8613800138000;block;Fraud\n+86170*;identify;\"a;b\"\"c\"\n")
+    put("csv", "tab", "label\tnumber\taction\nX\t013800138000\tidentify\n")
+    put("csv", "contacts", "name,number\nMum,+86 139 1111 2222\n\"Li, Lei\",136 0000 0000\nOffice,101\n")
+    put("csv", "bom-crlf", b"\xef\xbb\xbfnumber,action,label\r\n+8613800138000,block,\"multi\r\nline\"\r\n")
+    put("csv", "bad", "number,action,label\n+86138x,block,\n+8613800138000,allow,\n\"unterminated\n")
+
+    put("json", "array", '[{"number": "+8613800138000", "action": "block", "label": "Fraud"},'
+                         ' {"number": "+86170*", "action": "identify", "label": "V\\u00e9 \\ud83d\\ude00"}]')
+    put("json", "ios", '[{"phoneNum": "13800138000", "typeName": "Telemarketing"}, {"phoneNum": 8618600000000, "typeName": null}]')
+    put("json", "lines", '{"number": "+8613800138000", "action": "block"}\n{"number": "010 5900 0000", "action": "identify", "label": "H"}\n')
+    put("json", "deep", "[" * 70 + "]" * 70)
+    put("json", "numbers", '[{"number": 1e400, "action": "block"}, {"number": -0.0, "action": "block"}, {"number": 12345678901234567890123}]')
+
+    put("vcard", "sample", open(os.path.join(CONFIG, "sample-contacts.vcf"), "rb").read())
+    put("vcard", "apple", "BEGIN:VCARD\r\nVERSION:3.0\r\nN:Zhang;San;;;\r\nFN:Zhang San\r\nORG:Example Corp;\r\n"
+                          "item1.TEL;type=CELL;type=VOICE;type=pref:+86 138 0013 8000\r\nitem1.X-ABLabel:_$!<Mobile>!$_\r\n"
+                          "item2.TEL:+86 10 1234 5678\r\nEND:VCARD\r\n")
+    put("vcard", "qp21", "BEGIN:VCARD\nVERSION:2.1\nN;CHARSET=UTF-8;ENCODING=QUOTED-PRINTABLE:=E7=8E=8B;=E5=B0=8F=E6=98=8E;;;\n"
+                         "FN;CHARSET=UTF-8;ENCODING=QUOTED-PRINTABLE:=E7=8E=8B=E5=B0=8F=\n=E6=98=8E\nTEL;CELL:138-0013-8000\nEND:VCARD\n")
+    put("vcard", "v4", "BEGIN:VCARD\nVERSION:4.0\nFN:Simon Perreault\nTEL;VALUE=uri;PREF=1;TYPE=\"voice,home\":tel:+1-555-555-5555;ext=5555\n"
+                       "TEL;TYPE=cell;PID=\"1:1\":+1 555 0100\nEND:VCARD\n")
+    put("vcard", "escapes", "BEGIN:VCARD\nFN:Doe\\, John\\;Jr\\\\x\\nNext\nTEL:+8613800138000\nEND:VCARD\n"
+                            "BEGIN:VCARD\nFN:Evil\\r\\nX-Injected: 1\nTEL:+8613800138001\nEND:VCARD\n")
+    put("vcard", "folded", "BEGIN:VCARD\r\nVERSION:3.0\r\nFN:Very Long\r\n  Name Folded\r\nTEL:+86 138\r\n 0013 8002\r\nEND:VCARD\r\n")
+
+
+def main():
+    lookupd = sys.argv[1] if len(sys.argv) > 1 else None
+    for target in ["request-path", "config", "csv", "json", "vcard"] + (["directory"] if lookupd else []):
+        shutil.rmtree(os.path.join(SEEDS, target), ignore_errors=True)
+    request_path()
+    directory(lookupd)
+    text_targets()
+    total = 0
+    for target in sorted(os.listdir(SEEDS)):
+        files = os.listdir(os.path.join(SEEDS, target))
+        total += len(files)
+        print(f"{target}: {len(files)} seeds")
+    print(f"total {total}")
+
+
+if __name__ == "__main__":
+    main()
