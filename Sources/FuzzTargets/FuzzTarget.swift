@@ -22,6 +22,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case json
     /// vCard: the reader, the directory compiler and contacts.
     case vcard
+    /// A directory's journal, followed in two steps and read whole.
+    case journal
 
     public func run(_ bytes: UnsafeRawBufferPointer) {
         switch self {
@@ -31,6 +33,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .csv: TextTargets.csv(bytes)
         case .json: TextTargets.json(bytes)
         case .vcard: TextTargets.vcard(bytes)
+        case .journal: JournalTarget.run(bytes)
         }
     }
 

@@ -33,6 +33,7 @@ final class FuzzRegressionTests: XCTestCase {
     func testCSV() throws { try replay(.csv) }
     func testJSON() throws { try replay(.json) }
     func testVCard() throws { try replay(.vcard) }
+    func testJournal() throws { try replay(.journal) }
 
     /// libFuzzer reads the dictionary; a typo would make it refuse to start.
     func testDictionaryParses() throws {

@@ -152,6 +152,44 @@ def directory(lookupd):
         shutil.rmtree(work)
 
 
+def journal(lookupd):
+    """Journals written by lookupd add/remove: each with a mode byte
+    (0 as is, 1 fix up checksums) and a cut byte (where the follower's
+    first poll stops: 0, the middle, the end)."""
+    if not lookupd:
+        return
+    work = tempfile.mkdtemp(prefix="lookupd-seeds-")
+    try:
+        source = os.path.join(work, "base.csv")
+        open(source, "w").write("number,action,label\n+8613800138000,block,Fraud\n+8613900000000,identify,Shop\n")
+        base = os.path.join(work, "base.lkd")
+        conf = os.path.join(work, "lookupd.conf")
+        open(conf, "w").write(f"directory = {base}\n")
+        subprocess.run([lookupd, "compile", "-q", source, "-o", base], check=True)
+        steps = [
+            ["add", "+8613700001111", "--block"],
+            ["add", "+8613700002222", "--label", "Telemarketing"],
+            ["add", "+86170*", "--label", "Virtual operator"],
+            ["add", "+8613700003333", "--block", "--label", "北京 \"Fraud\""],
+            ["remove", "+8613800138000"],
+            ["remove", "+8613700001111"],
+        ]
+        journal_path = base + ".journal"
+        for i, step in enumerate(steps):
+            subprocess.run([lookupd] + step + ["--config", conf], check=True, stdout=subprocess.DEVNULL)
+            data = open(journal_path, "rb").read()
+            for cut in (0, 128, 255):
+                put("journal", f"after-{i + 1}-cut{cut}-asis", bytes([0, cut]) + data)
+            put("journal", f"after-{i + 1}-fixup", bytes([1, 128]) + data)
+        data = open(journal_path, "rb").read()
+        put("journal", "torn-tail", bytes([0, 255]) + data[:-5])
+        put("journal", "zero-tail", bytes([0, 200]) + data + bytes(40))
+        put("journal", "header-only", bytes([0, 0]) + data[:40])
+        put("journal", "magic-only", bytes([0, 255]) + data[:8])
+    finally:
+        shutil.rmtree(work)
+
+
 def text_targets():
     put("config", "sample", open(os.path.join(CONFIG, "lookupd.conf"), "rb").read())
     put("config", "everything", "\n".join([
@@ -196,10 +234,11 @@ def text_targets():
 
 def main():
     lookupd = sys.argv[1] if len(sys.argv) > 1 else None
-    for target in ["request-path", "config", "csv", "json", "vcard"] + (["directory"] if lookupd else []):
+    for target in ["request-path", "config", "csv", "json", "vcard"] + (["directory", "journal"] if lookupd else []):
         shutil.rmtree(os.path.join(SEEDS, target), ignore_errors=True)
     request_path()
     directory(lookupd)
+    journal(lookupd)
     text_targets()
     total = 0
     for target in sorted(os.listdir(SEEDS)):
