@@ -10,11 +10,11 @@ extension StatsReport {
         let store = FeedRecordStore(stateDirectory: set.config.stateDirectory)
         let records = feeds.map { store.read($0.name) ?? FeedRecord(feed: $0.name) }
         func series(_ name: String, _ value: (FeedRecord) -> String) -> [String] {
-            records.map { "\(name){feed=\"\(escapeFeedLabel($0.feed))\"} \(value($0))\n" }
+            records.map { "\(name){feed=\"\(escape($0.feed))\"} \(value($0))\n" }
         }
         return [
             ("lookupd_feed_info", "Feeds lookupd update installs: the version in force and the directory file it went into.",
-             records.map { "lookupd_feed_info{feed=\"\(escapeFeedLabel($0.feed))\",version=\"\(escapeFeedLabel($0.version))\",into=\"\(escapeFeedLabel($0.into))\"} 1\n" }),
+             records.map { "lookupd_feed_info{feed=\"\(escape($0.feed))\",version=\"\(escape($0.version))\",into=\"\(escape($0.into))\"} 1\n" }),
             ("lookupd_feed_entries", "Entries in each feed's list in force.",
              series("lookupd_feed_entries") { String($0.entries) }),
             ("lookupd_feed_updated_timestamp_seconds", "When each feed's list in force was installed (Unix time).",
@@ -24,18 +24,5 @@ extension StatsReport {
             ("lookupd_feed_last_update_failed", "1 when the last update of the feed failed (its old list stayed in force).",
              series("lookupd_feed_last_update_failed") { $0.error.isEmpty ? "0" : "1" }),
         ]
-    }
-
-    private func escapeFeedLabel(_ s: String) -> String {
-        var out = ""
-        for c in s.unicodeScalars {
-            switch c {
-            case "\\": out += "\\\\"
-            case "\"": out += "\\\""
-            case "\n": out += "\\n"
-            default: out.unicodeScalars.append(c)
-            }
-        }
-        return out
     }
 }

@@ -4,7 +4,7 @@ extension StatsReport {
     func journalGauges() -> [(name: String, help: String, lines: [String])] {
         let directories = set.screening.directories
         func series(_ name: String, _ value: (Int) -> UInt64) -> [String] {
-            directories.indices.map { "\(name){directory=\"\(escapeLabelValue(directories[$0].name))\"} \(value($0))\n" }
+            directories.indices.map { "\(name){directory=\"\(escape(directories[$0].name))\"} \(value($0))\n" }
         }
         return [
             ("lookupd_journal_entries", "Numbers and prefix rules each directory's journal adds, changes or removes in force.",
@@ -14,18 +14,5 @@ extension StatsReport {
             ("lookupd_journal_merged_sequence", "Last journal record each directory file already contains (set by lookupd compact).",
              series("lookupd_journal_merged_sequence") { directories[$0].file.header.journalSequence }),
         ]
-    }
-
-    private func escapeLabelValue(_ s: String) -> String {
-        var out = ""
-        for c in s.unicodeScalars {
-            switch c {
-            case "\\": out += "\\\\"
-            case "\"": out += "\\\""
-            case "\n": out += "\\n"
-            default: out.unicodeScalars.append(c)
-            }
-        }
-        return out
     }
 }

@@ -83,7 +83,8 @@ struct StatsReport {
         return out
     }
 
-    private func escape(_ s: String) -> String {
+    /// A Prometheus label value: backslash, double quote and newline escaped.
+    func escape(_ s: String) -> String {
         var out = ""
         for c in s.unicodeScalars {
             switch c {

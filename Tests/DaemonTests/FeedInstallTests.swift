@@ -16,67 +16,20 @@ final class FeedInstallTests: DaemonTestCase {
                                      directories: ["spam.lkd name=spam"])
         let port = daemon.port
 
-        let recorder = Recorder()
-        let callers = ReloadTests.expectations.map(\.caller)
-        let senders = 4
-        let finished = DispatchSemaphore(value: 0)
-        for k in 0..<senders {
-            Thread {
-                defer { finished.signal() }
-                var i = k
-                while !recorder.isStopped {
-                    guard let peer = try? UDPPeer() else { return recorder.fail("cannot open a UDP socket") }
-                    let caller = callers[i % callers.count]
-                    i += 1
-                    let sent = monotonicSeconds()
-                    let answer = peer.exchange(invite(from: "<sip:\(caller)@pbx.example>", port: port), port: port, timeout: 2)
-                    recorder.add(.init(caller: caller, sent: sent, received: monotonicSeconds(), status: answer?.statusLine,
-                                       label: answer?.header("X-Caller-Label")))
-                }
-            }.start()
-        }
-        var stopped = false
-        func stopSenders() {
-            guard !stopped else { return }
-            stopped = true
-            recorder.stop()
-            for _ in 0..<senders { XCTAssertEqual(finished.wait(timeout: .now() + 10), .success) }
-        }
-        defer { stopSenders() }
+        let traffic = CallTraffic(callers: ReloadTests.expectations.map(\.caller), port: port)
+        defer { traffic.stop() }
 
         usleep(800_000)
         let updateStarted = monotonicSeconds()
         let update = try lookupd(["update", "--config", daemon.configPath])
         let updateDone = monotonicSeconds()
         usleep(800_000)
-        stopSenders()
+        traffic.stop()
 
         XCTAssertEqual(update.status, 0, update.summary)
         XCTAssertTrue(update.stdout.contains("spam: downloaded"), update.stdout)
         XCTAssertTrue(update.stdout.contains("daemon: reloaded (control socket) generation 2"), update.stdout)
-        XCTAssertNil(recorder.failure)
-        let entries = recorder.entries
-        XCTAssertGreaterThan(entries.count, 200, "the senders should have made many requests")
-        let lost = entries.filter { $0.status == nil }
-        XCTAssertEqual(lost.count, 0, "requests without an answer: \(lost.prefix(5))")
-        var oldCount = 0, newCount = 0
-        var wrong: [String] = [], lateOld: [String] = [], earlyNew: [String] = []
-        for e in entries where e.status != nil {
-            let expected = ReloadTests.expectations.first { $0.caller == e.caller }!
-            let got = (e.status!, e.label)
-            let isOld = got == (expected.v1.0, expected.v1.1.map(Answer.quoted))
-            let isNew = got == (expected.v2.0, expected.v2.1.map(Answer.quoted))
-            if !isOld && !isNew { wrong.append("\(e)") }
-            if e.sent > updateDone && !isNew { lateOld.append("\(e)") }
-            if e.received < updateStarted && !isOld { earlyNew.append("\(e)") }
-            if isOld && !isNew { oldCount += 1 }
-            if isNew && !isOld { newCount += 1 }
-        }
-        XCTAssertEqual(wrong.count, 0, "answers that are neither the old nor the new one, e.g. \(wrong.prefix(5))")
-        XCTAssertEqual(lateOld.count, 0, "calls placed after `lookupd update` returned that got the old answer, e.g. \(lateOld.prefix(5))")
-        XCTAssertEqual(earlyNew.count, 0, "calls answered before the update began that got the new answer, e.g. \(earlyNew.prefix(5))")
-        XCTAssertGreaterThan(oldCount, 0)
-        XCTAssertGreaterThan(newCount, 0)
+        traffic.assertSwitchedOnce(from: \.v1, to: \.v2, of: ReloadTests.expectations, started: updateStarted, done: updateDone, by: "`lookupd update`")
 
         // The feed in the daemon's stats, from the state file lookupd update wrote.
         var stats = try stats(daemon)

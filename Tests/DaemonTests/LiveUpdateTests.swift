@@ -46,32 +46,8 @@ final class LiveUpdateTests: DaemonTestCase {
         ]
         let callers = Array(initial.keys).sorted()
 
-        let recorder = Recorder()
-        let senders = 4
-        let finished = DispatchSemaphore(value: 0)
-        for k in 0..<senders {
-            Thread {
-                defer { finished.signal() }
-                var i = k
-                while !recorder.isStopped {
-                    guard let peer = try? UDPPeer() else { return recorder.fail("cannot open a UDP socket") }
-                    let caller = callers[i % callers.count]
-                    i += 1
-                    let sent = monotonicSeconds()
-                    let answer = peer.exchange(invite(from: "<sip:\(caller)@pbx.example>", port: port), port: port, timeout: 2)
-                    recorder.add(.init(caller: caller, sent: sent, received: monotonicSeconds(), status: answer?.statusLine,
-                                       label: answer?.header("X-Caller-Label")))
-                }
-            }.start()
-        }
-        var stopped = false
-        func stopSenders() {
-            guard !stopped else { return }
-            stopped = true
-            recorder.stop()
-            for _ in 0..<senders { XCTAssertEqual(finished.wait(timeout: .now() + 10), .success) }
-        }
-        defer { stopSenders() }
+        let traffic = CallTraffic(callers: callers, port: port)
+        defer { traffic.stop() }
 
         usleep(500_000)
         for i in changes.indices {
@@ -81,10 +57,10 @@ final class LiveUpdateTests: DaemonTestCase {
             XCTAssertEqual(r.status, 0, "\(changes[i].arguments): \(r.summary)")
             usleep(1_300_000)
         }
-        stopSenders()
-        XCTAssertNil(recorder.failure)
+        traffic.stop()
+        XCTAssertNil(traffic.failure)
 
-        let entries = recorder.entries
+        let entries = traffic.entries
         XCTAssertGreaterThan(entries.count, 500, "the senders should have made many requests")
         let lost = entries.filter { $0.status == nil }
         XCTAssertEqual(lost.count, 0, "requests without an answer: \(lost.prefix(5))")

@@ -118,66 +118,19 @@ final class ReloadTests: DaemonTestCase {
         let daemon = try startDaemon(["log-level = notice"])
         let port = daemon.port
         try compile(Self.directoryV2, to: "main-v2.lkd")
-        let recorder = Recorder()
-        let callers = Self.expectations.map(\.caller)
-        let senders = 4
-        let finished = DispatchSemaphore(value: 0)
-        for k in 0..<senders {
-            Thread {
-                defer { finished.signal() }
-                var i = k
-                while !recorder.isStopped {
-                    guard let peer = try? UDPPeer() else { return recorder.fail("cannot open a UDP socket") }
-                    let caller = callers[i % callers.count]
-                    i += 1
-                    let sent = monotonicSeconds()
-                    let answer = peer.exchange(invite(from: "<sip:\(caller)@pbx.example>", port: port), port: port, timeout: 2)
-                    recorder.add(.init(caller: caller, sent: sent, received: monotonicSeconds(), status: answer?.statusLine,
-                                       label: answer?.header("X-Caller-Label")))
-                }
-            }.start()
-        }
-        var stopped = false
-        func stopSenders() {
-            guard !stopped else { return }
-            stopped = true
-            recorder.stop()
-            for _ in 0..<senders { XCTAssertEqual(finished.wait(timeout: .now() + 10), .success) }
-        }
-        defer { stopSenders() }
+        let traffic = CallTraffic(callers: Self.expectations.map(\.caller), port: port)
+        defer { traffic.stop() }
         usleep(800_000)
         XCTAssertEqual(rename(path("main-v2.lkd"), path("main.lkd")), 0)
         let reloadStarted = monotonicSeconds()
         let reload = try lookupd(["reload", "--config", daemon.configPath])
         let reloadDone = monotonicSeconds()
         usleep(800_000)
-        stopSenders()
+        traffic.stop()
 
         XCTAssertEqual(reload.status, 0, reload.summary)
         XCTAssertTrue(reload.stdout.hasPrefix("reloaded (control socket) generation 2"), reload.stdout)
-        XCTAssertNil(recorder.failure)
-        let entries = recorder.entries
-        XCTAssertGreaterThan(entries.count, 200, "the senders should have made many requests")
-        let lost = entries.filter { $0.status == nil }
-        XCTAssertEqual(lost.count, 0, "requests without an answer: \(lost.prefix(5))")
-        var oldCount = 0, newCount = 0
-        var wrong: [String] = [], lateOld: [String] = [], earlyNew: [String] = []
-        for e in entries where e.status != nil {
-            let expected = Self.expectations.first { $0.caller == e.caller }!
-            let got = (e.status!, e.label)
-            let isOld = got == (expected.v1.0, expected.v1.1.map(Answer.quoted))
-            let isNew = got == (expected.v2.0, expected.v2.1.map(Answer.quoted))
-            if !isOld && !isNew { wrong.append("\(e)") }
-            if e.sent > reloadDone && !isNew { lateOld.append("\(e)") }
-            if e.received < reloadStarted && !isOld { earlyNew.append("\(e)") }
-            if isOld && !isNew { oldCount += 1 }
-            if isNew && !isOld { newCount += 1 }
-        }
-        XCTAssertEqual(wrong.count, 0, "answers that are neither the old nor the new one, e.g. \(wrong.prefix(5))")
-        XCTAssertEqual(lateOld.count, 0, "requests sent after `lookupd reload` returned that got the old answer, e.g. \(lateOld.prefix(5))")
-        XCTAssertEqual(earlyNew.count, 0, "requests answered before the reload began that got the new answer, e.g. \(earlyNew.prefix(5))")
-        XCTAssertGreaterThan(oldCount, 0)
-        XCTAssertGreaterThan(newCount, 0)
+        traffic.assertSwitchedOnce(from: \.v1, to: \.v2, of: Self.expectations, started: reloadStarted, done: reloadDone, by: "`lookupd reload`")
         let workers = try stats(daemon).family("lookupd_worker_requests_total")
         XCTAssertEqual(workers.count, 2)
         XCTAssertTrue(workers.values.allSatisfy { $0 > 100 }, "both workers should have served the load: \(workers)")
@@ -251,28 +204,4 @@ final class ReloadTests: DaemonTestCase {
             XCTAssertEqual(answer?.header("X-Caller-Label"), e.v2.1.map(Answer.quoted), "\(e.caller) \(when)", file: file, line: line)
         }
     }
-}
-
-/// What the closed-loop senders saw, shared between threads.
-final class Recorder: @unchecked Sendable {
-    struct Entry: CustomStringConvertible {
-        var caller: String
-        var sent: Double
-        var received: Double
-        var status: String?
-        var label: String?
-        var description: String { "\(caller) sent \(sent): \(status ?? "no answer") \(label ?? "")" }
-    }
-
-    private let lock = NSLock()
-    private var _entries: [Entry] = []
-    private var _stopped = false
-    private var _failure: String?
-
-    func add(_ entry: Entry) { lock.withLock { _entries.append(entry) } }
-    func fail(_ why: String) { lock.withLock { _failure = why } }
-    func stop() { lock.withLock { _stopped = true } }
-    var isStopped: Bool { lock.withLock { _stopped } }
-    var entries: [Entry] { lock.withLock { _entries } }
-    var failure: String? { lock.withLock { _failure } }
 }
