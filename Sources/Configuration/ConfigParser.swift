@@ -88,9 +88,9 @@ public enum ConfigParser {
             guard let address = ListenAddress(v) else { throw ValueError("expected udp:HOST:PORT or tcp:HOST:PORT (IPv6 in brackets)") }
             s.config.listen.append(address)
         },
-        ConfigKey(name: "mode", syntax: "redirect", repeatable: false,
-                  summary: "How verdicts are delivered: redirect answers every INVITE with a final response.") { s, v throws(ValueError) in
-            guard let mode = ServiceMode(rawValue: v) else { throw ValueError("mode must be redirect") }
+        ConfigKey(name: "mode", syntax: "redirect | proxy", repeatable: false,
+                  summary: "How verdicts are delivered: redirect answers every INVITE with a final response; proxy forwards calls not blocked to the upstream with the label in the caller's name (default redirect).") { s, v throws(ValueError) in
+            guard let mode = ServiceMode(rawValue: v) else { throw ValueError("mode must be redirect or proxy") }
             s.config.mode = mode
         },
         ConfigKey(name: "workers", syntax: "N | auto", repeatable: false,
@@ -160,7 +160,7 @@ public enum ConfigParser {
             guard let n = Int(v), n >= 1, n <= 86400 else { throw ValueError("expected seconds from 1 to 86400") }
             s.config.tcpIdleTimeout = n
         },
-    ] + screeningKeys + feedKeys
+    ] + screeningKeys + feedKeys + operationsKeys + proxyKeys
 
     /// Parses a config file.
     public static func load(path: String) throws(Diagnostic) -> LookupdConfig {
@@ -236,6 +236,7 @@ public enum ConfigParser {
         }
         if state.sawAllowFrom { state.config.allowFrom = state.allowFrom }
         try finishScreening(&state, seen: seen, path: path)
+        try finishProxy(&state, seen: seen, path: path)
         return state.config
     }
 

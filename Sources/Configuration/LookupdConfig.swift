@@ -59,6 +59,8 @@ public enum RefusalAction: String, Sendable, CaseIterable {
 
 public enum ServiceMode: String, Sendable, CaseIterable {
     case redirect
+    /// A stateless proxy (RFC 3261 §16.11) in front of `upstream`.
+    case proxy
 }
 
 public enum LogLevel: Int, Sendable, CaseIterable, Comparable {
@@ -145,6 +147,10 @@ public struct LookupdConfig: Sendable {
     public var bypass: [String] = []
     /// `time-zone` for active= windows; nil: the system's.
     public var timeZone: String? = nil
+    /// `mode = proxy`: upstream, label-format, label-in-asserted-identity.
+    public var proxy = ProxyConfig()
+    /// Metrics, HTTP lookups and the decision log (http-listen, log-file, ...).
+    public var operations = OperationsConfig()
 
     public init() {}
 }

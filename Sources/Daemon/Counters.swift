@@ -21,6 +21,11 @@ public enum Counter: Int, CaseIterable, Sendable {
     case policyBypass, policyAnonymousLabel, policyAnonymousBlock, policyInvalidLabel, policyInvalidBlock
     case policyVerstatFailedLabel, policyVerstatFailedBlock, policyNoValidationLabel, policyNoValidationBlock
     case policyContactDistrusted, policyInactiveDirectory
+    // Proxy mode (docs/SIP.md): what was relayed, and everything that went wrong on the way.
+    case proxyForwardedRequests, proxyForwardedResponses, proxyResponseNotOurs, proxyResponseUnroutable
+    case proxyResponseMalformed, proxyResponseUndeliverable, proxyRequestFromUpstream, proxyTooManyHops, proxyLoops
+    case proxyUpstreamUnavailable, proxyUpstreamConnected, proxyUpstreamConnectFailed, proxyUpstreamClosed
+    case proxyUpstreamSendErrors, proxyUpstreamUnreachable, proxyProbesSent, proxyProbesAnswered, proxyLocalACKs
 
     static let methodOffset = 7
 
@@ -93,6 +98,24 @@ public enum Counter: Int, CaseIterable, Sendable {
         case .policyNoValidationBlock: return ("lookupd_policy_total", "policy=\"verstat-no-validation\",action=\"block\"")
         case .policyContactDistrusted: return ("lookupd_policy_total", "policy=\"verstat-failed-contacts\",action=\"ignore\"")
         case .policyInactiveDirectory: return ("lookupd_policy_total", "policy=\"active\",action=\"skip\"")
+        case .proxyForwardedRequests: return ("lookupd_proxy_forwarded_total", "direction=\"upstream\"")
+        case .proxyForwardedResponses: return ("lookupd_proxy_forwarded_total", "direction=\"downstream\"")
+        case .proxyResponseNotOurs: return ("lookupd_proxy_dropped_total", "reason=\"via_not_ours\"")
+        case .proxyResponseUnroutable: return ("lookupd_proxy_dropped_total", "reason=\"no_route\"")
+        case .proxyResponseMalformed: return ("lookupd_proxy_dropped_total", "reason=\"malformed_response\"")
+        case .proxyRequestFromUpstream: return ("lookupd_proxy_refused_total", "reason=\"from_upstream\"")
+        case .proxyTooManyHops: return ("lookupd_proxy_refused_total", "reason=\"too_many_hops_483\"")
+        case .proxyLoops: return ("lookupd_proxy_refused_total", "reason=\"loop_482\"")
+        case .proxyUpstreamUnavailable: return ("lookupd_proxy_refused_total", "reason=\"upstream_down_503\"")
+        case .proxyUpstreamConnected: return ("lookupd_proxy_upstream_total", "event=\"connected\"")
+        case .proxyUpstreamConnectFailed: return ("lookupd_proxy_upstream_total", "event=\"connect_failed\"")
+        case .proxyUpstreamClosed: return ("lookupd_proxy_upstream_total", "event=\"closed\"")
+        case .proxyUpstreamSendErrors: return ("lookupd_proxy_upstream_total", "event=\"send_error\"")
+        case .proxyUpstreamUnreachable: return ("lookupd_proxy_upstream_total", "event=\"unreachable\"")
+        case .proxyProbesSent: return ("lookupd_proxy_upstream_total", "event=\"probe_sent\"")
+        case .proxyProbesAnswered: return ("lookupd_proxy_upstream_total", "event=\"probe_answered\"")
+        case .proxyLocalACKs: return ("lookupd_proxy_absorbed_total", "reason=\"ack_for_local_answer\"")
+        case .proxyResponseUndeliverable: return ("lookupd_proxy_dropped_total", "reason=\"next_hop_unreachable\"")
         }
     }
 

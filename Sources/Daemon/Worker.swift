@@ -46,6 +46,9 @@ final class StopFlag: Sendable {
 final class Worker: @unchecked Sendable {
     let index: Int
     let counters = WorkerCounters()
+    let latency = LatencyHistogram()
+    let verdictSources = VerdictSourceCounters()
+    private let logSink: LogSink?
     private let current: CurrentSet
     private let stopFlag: StopFlag
     private let epfd: Int32
@@ -59,6 +62,10 @@ final class Worker: @unchecked Sendable {
     @exclusivity(unchecked) private var responder: Responder
     @exclusivity(unchecked) private var log: LogBuffer
     private let maxMessageSize: Int
+    /// Proxy mode: the way to the upstream and back (nil in redirect mode).
+    private var proxy: ProxyForwarder?
+    /// Proxy mode: accepted connections by peer, for responses routed by `received`/`rport`.
+    private var peerIndex: [PeerKey: Int32] = [:]
 
     // UDP batch buffers, allocated once.
     static let batch = 32
@@ -72,16 +79,18 @@ final class Worker: @unchecked Sendable {
     private let inMessages: UnsafeMutablePointer<lookupd_mmsghdr>
     private let outMessages: UnsafeMutablePointer<lookupd_mmsghdr>
 
-    init(index: Int, current: CurrentSet, stopFlag: StopFlag, listen: [ListenAddress], toTagKey: UInt64) throws(SystemError) {
+    init(index: Int, current: CurrentSet, stopFlag: StopFlag, listen: [ListenAddress], toTagKey: UInt64,
+         logSink: LogSink? = nil) throws(SystemError) {
         self.index = index
+        self.logSink = logSink
         self.current = current
         self.stopFlag = stopFlag
         let set = current.get()
         self.set = set
         maxMessageSize = set.config.maxMessageSize
         let parser = SIPParser(maxMessageSize: maxMessageSize, toTagKey: toTagKey)
-        responder = Responder(parser: parser, counters: counters)
-        log = LogBuffer(level: set.config.logLevel)
+        responder = Responder(parser: parser, counters: counters, verdictSources: verdictSources)
+        log = LogBuffer(level: set.config.logLevel, sink: logSink)
 
         inSlot = maxMessageSize + 1
         outSlot = 2 * maxMessageSize + 4096
@@ -106,6 +115,19 @@ final class Worker: @unchecked Sendable {
         } catch {
             closeAll()
             throw error
+        }
+        if set.config.mode == .proxy, let upstream = set.config.proxy.upstream {
+            do {
+                let udp = Array(zip(udpSockets, listen.filter { $0.transport == .udp }))
+                let forwarder = try ProxyForwarder(worker: index, upstream: upstream, listen: listen, udpSockets: udp, epfd: epfd,
+                                                   counters: counters, maxMessageSize: maxMessageSize, branchKey: toTagKey,
+                                                   probeInterval: set.config.proxy.probeInterval)
+                forwarder.deliverTCP = { [unowned self] key, bytes in self.deliverTCP(key, bytes) }
+                proxy = forwarder
+            } catch {
+                closeAll()
+                throw error
+            }
         }
     }
 
@@ -159,7 +181,7 @@ final class Worker: @unchecked Sendable {
             let n = events.withUnsafeMutableBufferPointer { epoll_wait(epfd, $0.baseAddress, 64, 1000) }
             if current.generation != set.generation {
                 set = current.get()
-                log = LogBuffer(level: set.config.logLevel)
+                log = LogBuffer(level: set.config.logLevel, sink: logSink)
             }
             if n > 0 {
                 for i in 0..<Int(n) {
@@ -170,6 +192,8 @@ final class Worker: @unchecked Sendable {
                         serveUDP(fd)
                     } else if tcpListeners.contains(fd) {
                         accept(fd)
+                    } else if let proxy, proxy.owns(fd) {
+                        proxy.event(fd, flags: flags, responder: &responder, set: set, log: &log)
                     } else {
                         serveTCP(fd, flags: flags)
                     }
@@ -179,6 +203,7 @@ final class Worker: @unchecked Sendable {
             let now = monotonicNow()
             if now - lastSweep >= 1 {
                 sweep(now)
+                proxy?.tick()
                 lastSweep = now
             }
         }
@@ -200,6 +225,7 @@ final class Worker: @unchecked Sendable {
             }
             let received = lookupd_recvmmsg(fd, inMessages, UInt32(Worker.batch), Int32(MSG_DONTWAIT))
             if received <= 0 { return }
+            let receivedAt = monotonicNanoseconds()
             var replies = 0
             for i in 0..<Int(received) {
                 let length = Int(inMessages[i].msg_len)
@@ -211,6 +237,11 @@ final class Worker: @unchecked Sendable {
                     input = UnsafeRawBufferPointer(start: inBuffers + i * inSlot, count: inSlot)
                 } else {
                     input = UnsafeRawBufferPointer(start: inBuffers + i * inSlot, count: length)
+                }
+                if let proxy {
+                    proxy.received(input, transport: .udp, from: PeerKey(ip: ip, port: port), udpFD: fd,
+                                   responder: &responder, set: set, log: &log)
+                    continue
                 }
                 let answer = responder.respond(to: input, transport: .udp, sourceIP: ip, sourcePort: port,
                                                set: set, into: out, log: &log)
@@ -239,6 +270,7 @@ final class Worker: @unchecked Sendable {
                     attempts = 0
                 }
             }
+            latency.observe(.udp, nanoseconds: monotonicNanoseconds() &- receivedAt, count: replies)
             log.flush()
             if received < Worker.batch { return }
         }
@@ -268,6 +300,10 @@ final class Worker: @unchecked Sendable {
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
             let (ip, port) = withUnsafePointer(to: &storage) { SocketAddress.decode(UnsafeRawPointer($0)) }
             connections[fd] = TCPConnection(fd: fd, ip: ip, port: port, capacity: maxMessageSize, now: monotonicNow())
+            if proxy != nil {
+                peerIndex[PeerKey(ip: ip, port: port)] = fd
+                ProxyHub.shared.connected(PeerKey(ip: ip, port: port), worker: index)
+            }
             counters.add(.tcpAccepted)
             watch(fd, EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
         }
@@ -282,6 +318,8 @@ final class Worker: @unchecked Sendable {
         guard flags & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 else { return }
         let framer = SIPStreamFramer(maxMessageSize: maxMessageSize)
         var open = true
+        let receivedAt = monotonicNanoseconds()
+        var answered = 0
         // Read what is there (bounded, so one connection cannot starve the others).
         for _ in 0..<8 {
             let got = connection.receive()
@@ -298,13 +336,25 @@ final class Worker: @unchecked Sendable {
                     counters.add(.tcpKeepalives)
                     if pong { connection.queue([0x0D, 0x0A]) }
                 case .message(let length):
+                    if let proxy {
+                        connection.withReceived { bytes in
+                            proxy.received(UnsafeRawBufferPointer(rebasing: bytes[0..<length]), transport: .tcp,
+                                           from: PeerKey(ip: connection.ip, port: connection.port), udpFD: nil,
+                                           responder: &responder, set: set, log: &log)
+                        }
+                        connection.consume(length)
+                        continue
+                    }
                     let out = UnsafeMutableRawBufferPointer(start: outBuffers, count: outSlot)
                     let answer = connection.withReceived { bytes in
                         responder.respond(to: UnsafeRawBufferPointer(rebasing: bytes[0..<length]), transport: .tcp,
                                           sourceIP: connection.ip, sourcePort: connection.port, set: set, into: out, log: &log)
                     }
                     connection.consume(length)
-                    if answer > 0 { connection.queue(UnsafeRawBufferPointer(rebasing: out[0..<answer])) }
+                    if answer > 0 {
+                        connection.queue(UnsafeRawBufferPointer(rebasing: out[0..<answer]))
+                        answered += 1
+                    }
                 case .invalid(let error):
                     counters.add(error == .tooLarge ? .tooLarge : .tcpClosedInvalid)
                     open = false
@@ -316,6 +366,7 @@ final class Worker: @unchecked Sendable {
         if connection.peerClosed && connection.receivedCount == 0 { open = false }
         if open {
             if !connection.flush() { drop(connection, .tcpClosedUnread); return }
+            latency.observe(.tcp, nanoseconds: monotonicNanoseconds() &- receivedAt, count: answered)
             if connection.pendingOutput > TCPConnection.maxPendingOutput { drop(connection, .tcpClosedUnread); return }
             if connection.hasPendingOutput { rewatch(fd, EPOLLIN.rawValue | EPOLLOUT.rawValue | EPOLLRDHUP.rawValue) }
             if connection.peerClosed && !connection.hasPendingOutput { drop(connection, nil) }
@@ -330,6 +381,24 @@ final class Worker: @unchecked Sendable {
         epoll_ctl(epfd, EPOLL_CTL_DEL, connection.fd, nil)
         close(connection.fd)
         connections[connection.fd] = nil
+        if proxy != nil {
+            let key = PeerKey(ip: connection.ip, port: connection.port)
+            if peerIndex[key] == connection.fd { peerIndex[key] = nil }
+            ProxyHub.shared.disconnected(key, worker: index)
+        }
+    }
+
+    /// Proxy mode: queues bytes on the accepted connection to `key` (a response routed by its
+    /// Via, or an answer); false when this worker holds no such connection.
+    private func deliverTCP(_ key: PeerKey, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let fd = peerIndex[key], let connection = connections[fd] else { return false }
+        connection.queue(bytes)
+        // Never dropped here: serveTCP may be in the middle of this connection. A failed or
+        // partial write is left to the EPOLLOUT path, which drops a broken connection.
+        if !connection.flush() || connection.hasPendingOutput {
+            rewatch(fd, EPOLLIN.rawValue | EPOLLOUT.rawValue | EPOLLRDHUP.rawValue)
+        }
+        return true
     }
 
     /// Closes idle connections and those stuck mid-message (a slowloris

@@ -13,8 +13,13 @@ let serveCommand = Command(
     gets the verdict as a final response (blocked: 603/607/608/603+;
     identified or contact: 302 with the label in P-Asserted-Identity and
     X-Caller-Label; unknown: 302, 404 or 503), OPTIONS gets 200, ACK and
-    CANCEL are absorbed. Runs in the foreground and logs to standard error
-    with journald priority prefixes.
+    CANCEL are absorbed. With mode = proxy it is a stateless proxy in front
+    of the upstream PBX instead: blocked callers are answered as above, every
+    other request is forwarded (initial INVITEs with the label in the From
+    display name, per label-format, and in X-Caller-Label), and responses
+    go back along the Via path; a dead upstream gets callers a 503. Runs in
+    the foreground and logs to standard error with journald priority
+    prefixes.
 
     Changes made with lookupd add and lookupd remove (each directory's
     journal), and files written by lookupd compact, are applied within a

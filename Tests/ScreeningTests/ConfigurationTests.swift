@@ -43,6 +43,13 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(c.logLevel, .info)
         XCTAssertEqual(c.tcpMaxConnections, 4096)
         XCTAssertEqual(c.tcpIdleTimeout, 120)
+        // Operations: no HTTP listener, key=value lines, no log file.
+        XCTAssertEqual(c.operations, OperationsConfig())
+        XCTAssertNil(c.operations.httpListen)
+        XCTAssertEqual(c.operations.logFormat, .text)
+        XCTAssertNil(c.operations.logFile)
+        XCTAssertEqual(c.operations.logFileMaxSize, 10 << 20)
+        XCTAssertEqual(c.operations.logFileKeep, 5)
     }
 
     func testEveryKeyParses() throws {
@@ -57,7 +64,11 @@ final class ConfigurationTests: XCTestCase {
         national-number-length = 9-10
         listen = udp:0.0.0.0:5060
         listen = tcp:[::1]:5070
-        mode = redirect
+        mode = proxy
+        upstream = 192.0.2.20:5060;transport=tcp
+        label-format = "{label} ({name})"
+        label-in-asserted-identity = yes
+        upstream-probe-interval = 10
         workers = 4
         allow-from = 192.0.2.0/24, 2001:db8::/32
         allow-from = 198.51.100.7
@@ -82,6 +93,13 @@ final class ConfigurationTests: XCTestCase {
         verstat-failed-contacts = ignore
         time-zone = UTC
         feed = spamco https://feeds.example/spam.csv.gz into=spam.lkd max-shrink=20
+        http-listen = [::1]:9180
+        http-allow-from = 127.0.0.1, ::1
+        http-max-connections = 32
+        log-format = json
+        log-file = log/decisions.log
+        log-file-max-size = 64K
+        log-file-keep = 0
         """
         let c = try parse(text)
         XCTAssertEqual(c.directories, [DirectoryConfig(path: "/srv/lookupd/operator.lkd", name: "operator", blockResponse: .rejected),
@@ -89,7 +107,11 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(c.contacts, ["/etc/lookupd/contacts.vcf", "/srv/lookupd/vip.csv"])
         XCTAssertEqual(c.plan, try NumberingPlan(countryCode: 44, nationalPrefix: "0", internationalPrefix: "00", nationalNumberLength: 9...10))
         XCTAssertEqual(c.listen.map(\.description), ["udp:0.0.0.0:5060", "tcp:[::1]:5070"])
-        XCTAssertEqual(c.mode, .redirect)
+        XCTAssertEqual(c.mode, .proxy)
+        XCTAssertEqual(c.proxy.upstream?.description, "192.0.2.20:5060;transport=tcp")
+        XCTAssertEqual(c.proxy.labelFormat.parts, [.label, .text(" ("), .name, .text(")")])
+        XCTAssertTrue(c.proxy.labelInAssertedIdentity)
+        XCTAssertEqual(c.proxy.probeInterval, 10)
         XCTAssertEqual(c.workers, 4)
         XCTAssertEqual(c.allowFrom?.map(\.description), ["192.0.2.0/24", "2001:db8::/32", "198.51.100.7/32"])
         XCTAssertEqual(c.refusalAction, .drop)
@@ -105,6 +127,13 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(c.logLevel, .debug)
         XCTAssertEqual(c.tcpMaxConnections, 100)
         XCTAssertEqual(c.tcpIdleTimeout, 30)
+        XCTAssertEqual(c.operations.httpListen?.description, "tcp:[::1]:9180")
+        XCTAssertEqual(c.operations.httpAllowFrom?.map(\.description), ["127.0.0.1/32", "::1/128"])
+        XCTAssertEqual(c.operations.httpMaxConnections, 32)
+        XCTAssertEqual(c.operations.logFormat, .json)
+        XCTAssertEqual(c.operations.logFile, "/etc/lookupd/log/decisions.log")
+        XCTAssertEqual(c.operations.logFileMaxSize, 65536)
+        XCTAssertEqual(c.operations.logFileKeep, 0)
         // Every key the parser knows appears in this test.
         for key in ConfigParser.keys {
             XCTAssertTrue(text.contains("\n\(key.name) =") || text.hasPrefix("\(key.name) ="), "key \(key.name) not covered")
@@ -157,7 +186,7 @@ final class ConfigurationTests: XCTestCase {
             ("listen = udp:0.0.0.0:70000", "listen: expected udp:HOST:PORT or tcp:HOST:PORT (IPv6 in brackets)"),
             ("listen = sctp:0.0.0.0:5060", "listen: expected udp:HOST:PORT or tcp:HOST:PORT (IPv6 in brackets)"),
             ("listen = udp:pbx.example.com:5060", "listen: expected udp:HOST:PORT or tcp:HOST:PORT (IPv6 in brackets)"),
-            ("mode = proxy", "mode: mode must be redirect"),
+            ("mode = relay", "mode: mode must be redirect or proxy"),
             ("workers = 0", "workers: expected auto or a number from 1 to 256"),
             ("workers = 257", "workers: expected auto or a number from 1 to 256"),
             ("workers = many", "workers: expected auto or a number from 1 to 256"),
@@ -185,6 +214,16 @@ final class ConfigurationTests: XCTestCase {
             ("directory = a.lkd spam", "directory: expected key=value after the path, got 'spam'"),
             ("directory = \"a.lkd", "directory: unterminated quote"),
             ("workers", "expected 'key = value'"),
+            ("http-listen = 127.0.0.1", "http-listen: expected HOST:PORT (IPv6 in brackets, e.g. [::1]:8080)"),
+            ("http-listen = udp:127.0.0.1:80", "http-listen: expected HOST:PORT (IPv6 in brackets, e.g. [::1]:8080)"),
+            ("http-allow-from = everyone", "http-allow-from: 'everyone' is not an address or address block (e.g. 192.0.2.0/24, ::1)"),
+            ("http-max-connections = 0", "http-max-connections: expected a number from 1 to 65536"),
+            ("log-format = xml", "log-format: expected text or json"),
+            ("log-file = ", "log-file: expected a path"),
+            ("log-file-max-size = 1K", "log-file-max-size: expected a size of at least 4096 bytes, e.g. 10M"),
+            ("log-file-max-size = 10X", "log-file-max-size: expected a size of at least 4096 bytes, e.g. 10M"),
+            ("log-file-max-size = 99999999999999999999G", "log-file-max-size: expected a size of at least 4096 bytes, e.g. 10M"),
+            ("log-file-keep = 101", "log-file-keep: expected a number from 0 to 100"),
         ]
         for (text, message) in cases {
             XCTAssertEqual(error("# first line\n" + text), "/etc/lookupd/lookupd.conf:2: " + message, text)
