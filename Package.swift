@@ -53,7 +53,7 @@ let package = Package(
         .testTarget(name: "ScreeningTests", dependencies: ["Screening", "Directory", "Configuration"]),
         .testTarget(name: "SIPTests", dependencies: ["SIP"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "SIP", "Screening", "Directory", "Configuration", "lookupd"]),
-        .testTarget(name: "CLITests", dependencies: ["lookupd"]),
+        .testTarget(name: "CLITests", dependencies: ["lookupd", "Configuration"]),
         .testTarget(name: "FeedTests", dependencies: ["Feeds", "FeedState", "Configuration", "Directory", "lookupd"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets"]),
     ]

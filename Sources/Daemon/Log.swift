@@ -12,11 +12,38 @@ public struct LogBuffer {
     public let level: LogLevel
     private(set) var bytes: [UInt8] = []
     private let fd: Int32
+    /// When set, `flush` hands the lines to the log writer thread instead
+    /// of writing them itself (docs/OPERATIONS.md: logging never blocks a worker).
+    let sink: LogSink?
+    /// Decision-log lines for the log file, without priority prefixes.
+    private var fileBytes: [UInt8] = []
 
     public init(level: LogLevel, fd: Int32 = 2) {
         self.level = level
         self.fd = fd
+        self.sink = nil
         bytes.reserveCapacity(1 << 14)
+    }
+
+    init(level: LogLevel, sink: LogSink?) {
+        self.level = level
+        self.fd = 2
+        self.sink = sink
+        bytes.reserveCapacity(1 << 14)
+    }
+
+    /// One decision-log line: to standard error when `level` is enabled, and
+    /// to the log file (when one is configured) whatever the level.
+    mutating func decision(_ l: LogLevel, _ line: [UInt8]) {
+        if enabled(l) {
+            begin(l)
+            bytes.append(contentsOf: line)
+            end()
+        }
+        if sink?.settings != nil {
+            fileBytes.append(contentsOf: line)
+            fileBytes.append(0x0A)
+        }
     }
 
     @inline(__always)
@@ -62,7 +89,17 @@ public struct LogBuffer {
 
     public mutating func end() { bytes.append(0x0A) }
 
+    /// Bytes already escaped by their builder (a `DecisionLine`).
+    mutating func appendRaw(_ raw: [UInt8]) { bytes.append(contentsOf: raw) }
+
     public mutating func flush() {
+        if let sink {
+            guard !bytes.isEmpty || !fileBytes.isEmpty else { return }
+            bytes.withUnsafeBytes { b in fileBytes.withUnsafeBytes { f in sink.submit(stderr: b, file: f) } }
+            bytes.removeAll(keepingCapacity: true)
+            fileBytes.removeAll(keepingCapacity: true)
+            return
+        }
         guard !bytes.isEmpty else { return }
         var offset = 0
         while offset < bytes.count {

@@ -55,13 +55,4 @@ extension Responder {
         case .contactDistrusted: counters.add(.policyContactDistrusted)
         }
     }
-
-    /// The call log's reasons beyond source and match: the journal record
-    /// that decided (so `lookupd remove` can undo it), the policy, and a
-    /// directory that was outside its active window.
-    func logDecisionDetails(_ d: Decision, set: ServingSet, log: inout LogBuffer) {
-        if let record = d.journalRecord { log.field("record", String(record)) }
-        if let policy = d.policy { log.field("policy", policy.rawValue) }
-        if let inactive = d.inactiveDirectory { log.field("inactive", set.screening.directories[inactive].name) }
-    }
 }

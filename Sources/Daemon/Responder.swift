@@ -18,10 +18,14 @@ struct Responder {
     /// addresses, so formatting it once saves an allocation per request.
     private var lastSourceIP = IPAddress(bytes: (0, 0))
     private var lastSourceText = "::"
+    let verdictSources: VerdictSourceCounters
+    /// Scratch for the decision-log line, reused call after call.
+    private var line = DecisionLine()
 
-    init(parser: SIPParser, counters: WorkerCounters) {
+    init(parser: SIPParser, counters: WorkerCounters, verdictSources: VerdictSourceCounters = VerdictSourceCounters()) {
         self.parser = parser
         self.counters = counters
+        self.verdictSources = verdictSources
         self.optionsHeaders = [
             SIPHeaderField("Allow", SIPProtocolPolicy.standard.allowHeaderValue),
             SIPHeaderField("Accept", "application/sdp"),
@@ -139,6 +143,7 @@ struct Responder {
         let screening = set.screening
         let decision = decideCall(request, caller: user, callerURI: callerURI, set: set)
         countVerdict(decision.verdict)
+        verdictSources.add(decision)
         countPolicy(decision)
 
         var response: SIPResponse
@@ -195,7 +200,7 @@ struct Responder {
         }
     }
 
-    private func countMethod(_ method: SIPMethod, _ transport: ListenAddress.Transport) {
+    func countMethod(_ method: SIPMethod, _ transport: ListenAddress.Transport) {
         let base = transport == .udp ? 0 : Counter.methodOffset
         let offset: Int
         switch method {
@@ -210,7 +215,7 @@ struct Responder {
         counters.add(Counter(rawValue: Counter.udpInvite.rawValue + base + offset)!)
     }
 
-    private func countVerdict(_ verdict: Verdict) {
+    func countVerdict(_ verdict: Verdict) {
         switch verdict {
         case .blocked: counters.add(.verdictBlocked)
         case .identified: counters.add(.verdictIdentified)
@@ -222,25 +227,42 @@ struct Responder {
         }
     }
 
-    /// One line at info per call blocked, identified, a contact's, or one a
-    /// policy or time window took part in; the others at debug.
-    private func logCall(_ request: SIPRequest, _ d: Decision, status: Int, set: ServingSet,
-                         source: SIPSourceAddress, log: inout LogBuffer) {
-        let level: LogLevel = (d.verdict == .blocked || d.verdict == .identified || d.verdict == .contact || d.policy != nil
-                               || d.inactiveDirectory != nil) ? .info : .debug
-        guard log.enabled(level) else { return }
-        log.begin(level)
-        log.text("call")
-        log.field("verdict", d.verdict.rawValue)
-        if let number = d.number { log.field("caller", number.description) } else { log.field("caller", request.from.uri.userOrNumber?.bytes ?? UnsafeRawBufferPointer(start: nil, count: 0)) }
-        log.field("callee", request.requestURI.user?.bytes ?? UnsafeRawBufferPointer(start: nil, count: 0))
-        log.field("response", String(status))
-        if let label = d.label { set.screening.withLabel(label) { log.field("label", $0) } }
-        if let s = d.source { log.field("source", set.screening.sourceName(s)) }
-        if let m = d.match { log.field("match", m.description) }
-        logDecisionDetails(d, set: set, log: &log)
-        log.field("call-id", request.callID.bytes)
-        log.field("from", source.ip.contains(":") ? "[\(source.ip)]:\(source.port)" : "\(source.ip):\(source.port)")
-        log.end()
+    /// The decision log (docs/OPERATIONS.md): one line per call blocked
+    /// (at notice, so a blocked call is never silent short of
+    /// log-level = warning, and always in the log file), identified, a
+    /// contact's, or one a policy or time window took part in (info); the
+    /// others at debug, and never in the file.
+    mutating func logCall(_ request: SIPRequest, _ d: Decision, status: Int, set: ServingSet,
+                                  source: SIPSourceAddress, log: inout LogBuffer) {
+        let decided = d.verdict == .blocked || d.verdict == .identified || d.verdict == .contact || d.policy != nil
+            || d.inactiveDirectory != nil
+        let level: LogLevel = d.verdict == .blocked ? .notice : decided ? .info : .debug
+        let toFile = decided && log.sink?.settings != nil
+        guard log.enabled(level) || toFile else { return }
+        let empty = UnsafeRawBufferPointer(start: nil, count: 0)
+        line.begin(set.config.operations.logFormat)
+        line.field("verdict", d.verdict.rawValue)
+        if let number = d.number { line.field("caller", number.description) } else { line.field("caller", request.from.uri.userOrNumber?.bytes ?? empty) }
+        line.field("callee", request.requestURI.user?.bytes ?? empty)
+        line.number("response", status)
+        if let label = d.label { set.screening.withLabel(label) { line.field("label", $0) } }
+        if let s = d.source { line.field("source", set.screening.sourceName(s)) }
+        if let m = d.match { line.field("match", m.description) }
+        if let record = d.journalRecord { line.number("record", Int(record)) }
+        if let policy = d.policy { line.field("policy", policy.rawValue) }
+        if let inactive = d.inactiveDirectory { line.field("inactive", set.screening.directories[inactive].name) }
+        // The rule that decided: the entry (exact number or prefix rule), else the policy.
+        if let m = d.match { line.field("rule", m.description) } else if let policy = d.policy { line.field("rule", "policy:" + policy.rawValue) }
+        line.field("call-id", request.callID.bytes)
+        line.field("from", source.ip.contains(":") ? "[\(source.ip)]:\(source.port)" : "\(source.ip):\(source.port)")
+        if let name = request.from.displayName?.bytes, !name.isEmpty { line.field("display-name", name) }
+        line.end()
+        if decided {
+            log.decision(level, line.bytes)
+        } else {
+            log.begin(level)
+            log.appendRaw(line.bytes)
+            log.end()
+        }
     }
 }

@@ -27,10 +27,14 @@ public final class Service {
     private var threads: [pthread_t] = []
     private let notifier = SystemdNotifier()
     private var control: ControlServer?
-    private let startedAt = monotonicNow()
-    private var reloads = 0
-    private var failedReloads = 0
-    private var lastReloadError: String?
+    // Operations (docs/OPERATIONS.md): reload outcomes for the HTTP thread,
+    // the log writer, the HTTP listener and its thread.
+    private let status = ServiceStatus()
+    private var logSink: LogSink?
+    private var http: HTTPListener?
+    private var httpThread: pthread_t?
+    private let httpCounters = HTTPCounters()
+    private let httpLatency = LatencyHistogram()
 
     /// Loads and verifies everything; throws a message for the operator.
     public init(options: Options) throws(ServiceError) {
@@ -86,14 +90,38 @@ public final class Service {
         // Same key in every worker: a retransmission may land on another
         // worker and must get a byte-identical answer.
         let toTagKey = UInt64.random(in: 1...UInt64.max)
+        let sink = LogSink(file: config.operations.logFile.map {
+            LogSink.FileSettings(path: $0, maxSize: config.operations.logFileMaxSize, keep: config.operations.logFileKeep)
+        })
+        do { try sink.start() } catch { throw ServiceError(error.description) }
+        logSink = sink
+        defer { sink.stop() }
         do {
             for address in config.listen { try ListenSocket.ensureFree(address) }
             for i in 0..<count {
-                workers.append(try Worker(index: i, current: current, stopFlag: stop, listen: config.listen, toTagKey: toTagKey))
+                workers.append(try Worker(index: i, current: current, stopFlag: stop, listen: config.listen, toTagKey: toTagKey,
+                                          logSink: sink))
+            }
+            if let address = config.operations.httpListen {
+                let workers = self.workers, current = self.current, status = self.status
+                let counters = httpCounters, latency = httpLatency
+                http = try HTTPListener(address: address, current: current, stopFlag: stop, counters: counters, latency: latency) {
+                    Service.metricsText(workers: workers, set: current.get(), status: status, log: sink, http: counters, httpLatency: latency)
+                }
             }
         } catch {
             workers = []
             throw ServiceError(error.description)
+        }
+        if let http {
+            var thread = pthread_t()
+            let rc = pthread_create(&thread, nil, { raw in
+                let listener = Unmanaged<HTTPListener>.fromOpaque(raw!).takeRetainedValue()
+                listener.run()
+                return nil
+            }, Unmanaged.passRetained(http).toOpaque())
+            guard rc == 0 else { throw ServiceError("cannot start the HTTP thread: \(String(cString: strerror(rc)))") }
+            httpThread = thread
         }
         for worker in workers {
             var thread = pthread_t()
@@ -107,6 +135,9 @@ public final class Service {
             threads.append(thread)
         }
         let addresses = config.listen.map(\.description).joined(separator: ", ")
+        if let address = config.operations.httpListen, let http {
+            logger.notice("HTTP metrics and lookups on \(address.host.isIPv4 ? address.host.description : "[\(address.host)]"):\(http.boundPort)")
+        }
         logger.notice("serving on \(addresses) with \(count) worker\(count == 1 ? "" : "s") (mode \(config.mode.rawValue)); control socket \(config.controlSocket)")
         notifier.send("READY=1\nSTATUS=serving on \(addresses)\nMAINPID=\(getpid())")
 
@@ -115,7 +146,10 @@ public final class Service {
         notifier.send("STOPPING=1\nSTATUS=stopping")
         stop.set()
         for worker in workers { worker.wake() }
+        http?.wake()
         for thread in threads { pthread_join(thread, nil) }
+        if let httpThread { pthread_join(httpThread, nil) }
+        http = nil
         workers = []
         logger.notice("stopped")
         return 0
@@ -178,19 +212,22 @@ public final class Service {
             let old = current.get().config
             if loaded.set.config.listen != old.listen || loaded.set.config.workers != old.workers
                 || loaded.set.config.controlSocket != old.controlSocket || loaded.set.config.maxMessageSize != old.maxMessageSize
-                || loaded.set.config.stateDirectory != old.stateDirectory {
-                logger.warning("reload: listen, workers, control-socket, state-directory and max-message-size changes take effect on restart")
+                || loaded.set.config.stateDirectory != old.stateDirectory
+                || loaded.set.config.operations.httpListen != old.operations.httpListen
+                || loaded.set.config.operations.logFile != old.operations.logFile
+                || loaded.set.config.operations.logFileMaxSize != old.operations.logFileMaxSize
+                || loaded.set.config.operations.logFileKeep != old.operations.logFileKeep
+                || loaded.set.config.mode != old.mode || loaded.set.config.proxy.upstream != old.proxy.upstream {
+                logger.warning("reload: listen, workers, control-socket, state-directory, max-message-size, http-listen, log-file, mode and upstream changes take effect on restart")
             }
             for warning in loaded.warnings { logger.warning("contacts: \(warning)") }
             current.replace(journals.attach(loaded.set))
-            reloads += 1
-            lastReloadError = nil
+            status.reloaded()
             let message = "reloaded (\(trigger)) generation \(loaded.set.generation) in \(Int((monotonicNow() - started) * 1000)) ms: \(Service.describe(loaded.set))"
             logger.notice(message)
             return message
         } catch {
-            failedReloads += 1
-            lastReloadError = error.description
+            status.reloadFailed(error.description)
             let message = "reload (\(trigger)) failed, still serving generation \(current.generation): \(error)"
             logger.error(message)
             return "error: " + message
@@ -200,8 +237,8 @@ public final class Service {
     private func handle(_ command: String) -> String {
         switch command {
         case "stats":
-            return StatsReport(workers: workers, set: current.get(), uptime: monotonicNow() - startedAt,
-                               reloads: reloads, failedReloads: failedReloads, lastReloadError: lastReloadError).text()
+            return Service.metricsText(workers: workers, set: current.get(), status: status, log: logSink,
+                                       http: http == nil ? nil : httpCounters, httpLatency: http == nil ? nil : httpLatency)
         case "reload":
             return reload(trigger: "control socket") + "\n"
         case "ping":
@@ -209,6 +246,17 @@ public final class Service {
         default:
             return "error: unknown command '\(command.prefix(40))' (expected stats, reload or ping)\n"
         }
+    }
+
+    /// What `lookupd stats` prints and /metrics serves: the same text.
+    static func metricsText(workers: [Worker], set: ServingSet, status: ServiceStatus, log: LogSink?,
+                            http: HTTPCounters?, httpLatency: LatencyHistogram?) -> String {
+        let report = StatsReport(workers: workers, set: set, uptime: monotonicNow() - status.startedAt,
+                                 reloads: status.reloads.load(ordering: .relaxed),
+                                 failedReloads: status.failedReloads.load(ordering: .relaxed),
+                                 lastReloadError: status.lastReloadError)
+        let operations = OperationsMetrics(workers: workers, set: set, http: http, httpLatency: httpLatency, log: log)
+        return report.text(appending: operations.text())
     }
 
     /// 10,000 concurrent TCP peers need more descriptors than the usual

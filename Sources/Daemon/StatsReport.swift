@@ -11,7 +11,8 @@ struct StatsReport {
     let failedReloads: Int
     let lastReloadError: String?
 
-    func text() -> String {
+    /// - Parameter extra: more families (OperationsMetrics), placed before the uptime.
+    func text(appending extra: String = "") -> String {
         var out = ""
         var lastName = ""
         func header(_ name: String, _ type: String, _ help: String) {
@@ -31,8 +32,18 @@ struct StatsReport {
             "lookupd_tcp_connections_total": "SIP TCP connection events.",
             "lookupd_tcp_keepalives_total": "CRLF keep-alives received on TCP.",
             "lookupd_policy_total": "Calls a caller policy acted on (bypass, label, block, contact ignored, directory outside its active window).",
+            "lookupd_proxy_forwarded_total": "Proxy mode: requests sent to the upstream and responses sent back toward callers.",
+            "lookupd_proxy_dropped_total": "Proxy mode: responses dropped (top Via not lookupd's, no next Via, malformed, next hop unreachable).",
+            "lookupd_proxy_refused_total": "Proxy mode: requests answered instead of forwarded (from the upstream, 483, 482 loop, 503 upstream down).",
+            "lookupd_proxy_upstream_total": "Proxy mode: events on the way to the upstream (connections, ICMP unreachable, send errors, probes).",
+            "lookupd_proxy_absorbed_total": "Proxy mode: ACKs for answers lookupd gave itself, not forwarded.",
         ]
-        for counter in Counter.allCases {
+        // A family's series together under one HELP and TYPE, as the format requires,
+        // even where its cases are not next to each other in Counter.
+        var order: [String] = []
+        for counter in Counter.allCases where !order.contains(counter.metric.name) { order.append(counter.metric.name) }
+        let grouped = order.flatMap { name in Counter.allCases.filter { $0.metric.name == name } }
+        for counter in grouped {
             let (name, labels) = counter.metric
             header(name, "counter", help[name] ?? "")
             let total = workers.reduce(UInt64(0)) { $0 + $1.counters.value(counter) }
@@ -73,6 +84,8 @@ struct StatsReport {
             header(family.name, "gauge", family.help)
             for line in family.lines { out += line }
         }
+        out += extra
+        lastName = ""
         header("lookupd_uptime_seconds", "gauge", "Seconds since start.")
         out += "lookupd_uptime_seconds \(Int(uptime))\n"
         header("lookupd_workers", "gauge", "Worker threads.")

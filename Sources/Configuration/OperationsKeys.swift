@@ -1,0 +1,82 @@
+/// How decision-log lines are written: `key=value` pairs (logfmt) or one
+/// JSON object per line.
+public enum LogFormat: String, Sendable, CaseIterable {
+    case text
+    case json
+}
+
+/// The operations settings (docs/OPERATIONS.md): the HTTP listener for
+/// metrics and lookups, and the decision log.
+public struct OperationsConfig: Sendable, Equatable {
+    /// `http-listen`; nil: no HTTP listener.
+    public var httpListen: ListenAddress? = nil
+    /// `http-allow-from`; nil: the same sources as `allow-from`.
+    public var httpAllowFrom: [CIDR]? = nil
+    public var httpMaxConnections: Int = 256
+    public var logFormat: LogFormat = .text
+    /// `log-file`; nil: decision lines go to standard error only.
+    public var logFile: String? = nil
+    public var logFileMaxSize: Int = 10 << 20
+    public var logFileKeep: Int = 5
+
+    public init() {}
+}
+
+/// Keys for metrics, the HTTP lookup endpoint and the decision log. Kept
+/// apart from the core keys; `ConfigParser.keys` lists them last.
+extension ConfigParser {
+    static let operationsKeys: [ConfigKey] = [
+        ConfigKey(name: "http-listen", syntax: "HOST:PORT", repeatable: false,
+                  summary: "TCP address of the HTTP listener serving /metrics (Prometheus), /lookup and /lookup.json (IPv6 as [::1]:8080). Off unless set.") { s, v throws(ValueError) in
+            guard let address = ListenAddress("tcp:" + v) else {
+                throw ValueError("expected HOST:PORT (IPv6 in brackets, e.g. [::1]:8080)")
+            }
+            s.config.operations.httpListen = address
+        },
+        ConfigKey(name: "http-allow-from", syntax: "CIDR[, CIDR...]", repeatable: true,
+                  summary: "Sources the HTTP listener answers; others get 403 Forbidden. Default: the sources of allow-from (every source when that is not set).") { s, v throws(ValueError) in
+            s.config.operations.httpAllowFrom = (s.config.operations.httpAllowFrom ?? []) + (try parseCIDRs(v))
+        },
+        ConfigKey(name: "http-max-connections", syntax: "N", repeatable: false,
+                  summary: "Open HTTP connections before new ones are refused with 503 (default 256).") { s, v throws(ValueError) in
+            guard let n = Int(v), n >= 1, n <= 65536 else { throw ValueError("expected a number from 1 to 65536") }
+            s.config.operations.httpMaxConnections = n
+        },
+        ConfigKey(name: "log-format", syntax: "text | json", repeatable: false,
+                  summary: "Shape of decision-log lines: key=value pairs (default) or one JSON object per line.") { s, v throws(ValueError) in
+            guard let format = LogFormat(rawValue: v) else { throw ValueError("expected text or json") }
+            s.config.operations.logFormat = format
+        },
+        ConfigKey(name: "log-file", syntax: "PATH", repeatable: false,
+                  summary: "Also write the decision log (every blocked, identified, contact or policy call) to this file, rotated by size; lookupd log reads it.") { s, v throws(ValueError) in
+            guard !v.isEmpty else { throw ValueError("expected a path") }
+            s.config.operations.logFile = s.resolve(v)
+        },
+        ConfigKey(name: "log-file-max-size", syntax: "BYTES[K|M|G]", repeatable: false,
+                  summary: "Size at which the log file is rotated to PATH.1, PATH.2, ... (default 10M).") { s, v throws(ValueError) in
+            guard let n = parseSize(v), n >= 4096 else { throw ValueError("expected a size of at least 4096 bytes, e.g. 10M") }
+            s.config.operations.logFileMaxSize = n
+        },
+        ConfigKey(name: "log-file-keep", syntax: "N", repeatable: false,
+                  summary: "Rotated log files kept besides the current one (default 5; 0 keeps none).") { s, v throws(ValueError) in
+            guard let n = Int(v), n >= 0, n <= 100 else { throw ValueError("expected a number from 0 to 100") }
+            s.config.operations.logFileKeep = n
+        },
+    ]
+
+    /// `4096`, `64K`, `10M`, `1G` (powers of 1024).
+    static func parseSize(_ text: String) -> Int? {
+        guard let last = text.last else { return nil }
+        var digits = Substring(text)
+        var scale = 1
+        switch last {
+        case "k", "K": scale = 1 << 10
+        case "m", "M": scale = 1 << 20
+        case "g", "G": scale = 1 << 30
+        default: break
+        }
+        if scale != 1 { digits = digits.dropLast() }
+        guard !digits.isEmpty, digits.allSatisfy(\.isASCII), let n = Int(digits), n >= 0, n <= Int.max / scale else { return nil }
+        return n * scale
+    }
+}

@@ -1,0 +1,431 @@
+import CSupport
+import Configuration
+import Glibc
+import Synchronization
+
+/// Where the answering threads' log lines go: a bounded buffer per
+/// destination (standard error, the decision log file) that a writer
+/// thread drains. Submitting copies the bytes under a mutex the writer
+/// holds only to swap buffers, so a slow journald, a full disk or an NFS
+/// hiccup can never stall a call; when a buffer is full the lines are
+/// dropped and counted (lookupd_log_lines_dropped_total) instead.
+///
+/// Threading: `submit` from any thread; the writer thread owns the file.
+public final class LogSink: @unchecked Sendable {
+    public struct FileSettings: Sendable {
+        public var path: String
+        public var maxSize: Int
+        public var keep: Int
+        public init(path: String, maxSize: Int, keep: Int) {
+            self.path = path
+            self.maxSize = maxSize
+            self.keep = keep
+        }
+    }
+
+    public struct Statistics: Sendable {
+        public var stderrLines: UInt64 = 0
+        public var fileLines: UInt64 = 0
+        public var stderrDropped: UInt64 = 0
+        public var fileDropped: UInt64 = 0
+        public var rotations: UInt64 = 0
+        public var fileErrors: UInt64 = 0
+    }
+
+    private struct Pending {
+        var stderr: [UInt8] = []
+        var file: [UInt8] = []
+        var stats = Statistics()
+        var stopping = false
+    }
+
+    let settings: FileSettings?
+    private let capacity: Int
+    private let stderrFD: Int32
+    private let pending = Mutex(Pending())
+    private var thread: pthread_t?
+    /// Set by the writer thread as it exits.
+    private let finished = Atomic<Bool>(false)
+    // Writer-thread state.
+    private var fileFD: Int32 = -1
+    private var fileSize = 0
+    private var fileIdentity: (dev_t, ino_t) = (0, 0)
+    private var lastReopenCheck = 0.0
+
+    /// - Parameter capacity: bytes buffered per destination before lines are dropped.
+    public init(file: FileSettings?, capacity: Int = 4 << 20, stderrFD: Int32 = 2) {
+        settings = file
+        self.capacity = capacity
+        self.stderrFD = stderrFD
+    }
+
+    /// Opens the log file (so a bad path fails the start, not the first call) and starts the writer.
+    public func start() throws(SystemError) {
+        if settings != nil { try openFile() }
+        var t = pthread_t()
+        let context = Unmanaged.passRetained(self).toOpaque()
+        let rc = pthread_create(&t, nil, { raw in
+            let sink = Unmanaged<LogSink>.fromOpaque(raw!).takeRetainedValue()
+            sink.runWriter()
+            return nil
+        }, context)
+        guard rc == 0 else { throw SystemError("log writer thread", rc) }
+        thread = t
+    }
+
+    /// Writes out everything submitted so far and stops the writer. A writer
+    /// stuck in write(2) (a journald that stopped reading, a FIFO nobody
+    /// drains) is left behind after `patience` seconds so the daemon can
+    /// still exit.
+    public func stop(patience: Double = 3) {
+        guard let thread else { return }
+        self.thread = nil
+        pending.withLock { $0.stopping = true }
+        let deadline = monotonicNow() + patience
+        while !finished.load(ordering: .acquiring) && monotonicNow() < deadline {
+            var pause = timespec(tv_sec: 0, tv_nsec: 5_000_000)
+            nanosleep(&pause, nil)
+        }
+        if finished.load(ordering: .acquiring) { pthread_join(thread, nil) } else { pthread_detach(thread) }
+    }
+
+    /// Queues whole lines; never waits for I/O.
+    public func submit(stderr: UnsafeRawBufferPointer, file: UnsafeRawBufferPointer) {
+        let hasFile = settings != nil && !file.isEmpty
+        pending.withLock { p in
+            if !stderr.isEmpty {
+                if p.stderr.count + stderr.count <= capacity {
+                    p.stderr.append(contentsOf: stderr)
+                    p.stats.stderrLines += LogSink.lines(stderr)
+                } else {
+                    p.stats.stderrDropped += LogSink.lines(stderr)
+                }
+            }
+            if hasFile {
+                if p.file.count + file.count <= capacity {
+                    p.file.append(contentsOf: file)
+                    p.stats.fileLines += LogSink.lines(file)
+                } else {
+                    p.stats.fileDropped += LogSink.lines(file)
+                }
+            }
+        }
+    }
+
+    public var statistics: Statistics { pending.withLock { $0.stats } }
+
+    private static func lines(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+        var n: UInt64 = 0
+        for b in bytes where b == 0x0A { n += 1 }
+        return n
+    }
+
+    // MARK: - Writer thread
+
+    private func runWriter() {
+        defer {
+            if fileFD >= 0 { close(fileFD); fileFD = -1 }
+            finished.store(true, ordering: .releasing)
+        }
+        var stderrChunk: [UInt8] = []
+        var fileChunk: [UInt8] = []
+        stderrChunk.reserveCapacity(1 << 16)
+        fileChunk.reserveCapacity(1 << 16)
+        while true {
+            let stopping = pending.withLock { p in
+                // Swap, keeping both sides' capacity: no allocation in steady state.
+                swap(&p.stderr, &stderrChunk)
+                swap(&p.file, &fileChunk)
+                return p.stopping
+            }
+            if !stderrChunk.isEmpty {
+                LogSink.writeAll(stderrFD, stderrChunk)
+                stderrChunk.removeAll(keepingCapacity: stderrChunk.capacity <= 8 << 20)
+            }
+            if !fileChunk.isEmpty {
+                writeFile(fileChunk)
+                fileChunk.removeAll(keepingCapacity: fileChunk.capacity <= 8 << 20)
+            }
+            if stopping {
+                // Lines submitted between the swap and now are taken on one last round.
+                let rest = pending.withLock { p -> ([UInt8], [UInt8]) in
+                    defer { p.stderr = []; p.file = [] }
+                    return (p.stderr, p.file)
+                }
+                if !rest.0.isEmpty { LogSink.writeAll(stderrFD, rest.0) }
+                if !rest.1.isEmpty { writeFile(rest.1) }
+                return
+            }
+            if settings != nil { checkReplaced() }
+            // Polling keeps the submit path free of wake-up syscalls; 20 ms is
+            // well below what a reader of a log notices.
+            var pause = timespec(tv_sec: 0, tv_nsec: 20_000_000)
+            nanosleep(&pause, nil)
+        }
+    }
+
+    @discardableResult
+    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return false }
+            offset += n
+        }
+        return true
+    }
+
+    /// Writes whole lines, rotating first when the next lines would take the
+    /// file past its size (a single line longer than that gets a file of its own).
+    private func writeFile(_ bytes: [UInt8]) {
+        guard let settings else { return }
+        if fileFD < 0 {
+            do { try openFile() } catch {
+                countFileError(dropping: bytes)
+                return
+            }
+        }
+        var start = 0
+        while start < bytes.count {
+            let room = settings.maxSize - fileSize
+            // The longest run of whole lines that fits.
+            var end = start
+            var scan = start
+            while scan < bytes.count {
+                guard let newline = bytes[scan...].firstIndex(of: 0x0A) else { scan = bytes.count; break }
+                if newline + 1 - start > room { break }
+                end = newline + 1
+                scan = newline + 1
+            }
+            if end == start {
+                if fileSize > 0 {
+                    rotate()
+                    if fileFD < 0 { countFileError(dropping: Array(bytes[start...])); return }
+                    continue
+                }
+                // An empty file and still no room: this line alone exceeds the limit.
+                end = bytes[start...].firstIndex(of: 0x0A).map { $0 + 1 } ?? bytes.count
+            }
+            let ok = LogSink.writeAll(fileFD, Array(bytes[start..<end]))
+            if !ok { countFileError(dropping: []) }
+            fileSize += end - start
+            start = end
+        }
+    }
+
+    private func countFileError(dropping bytes: [UInt8]) {
+        let lost = bytes.withUnsafeBytes { LogSink.lines($0) }
+        pending.withLock {
+            $0.stats.fileErrors += 1
+            $0.stats.fileDropped += lost
+        }
+    }
+
+    private func openFile() throws(SystemError) {
+        guard let settings else { return }
+        let fd = open(settings.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o640)
+        guard fd >= 0 else { throw SystemError("log-file \(settings.path)") }
+        var st = stat()
+        fstat(fd, &st)
+        fileFD = fd
+        fileSize = Int(st.st_size)
+        fileIdentity = (st.st_dev, st.st_ino)
+    }
+
+    /// PATH -> PATH.1 -> ... -> PATH.KEEP (the oldest removed), then a fresh PATH.
+    private func rotate() {
+        guard let settings else { return }
+        close(fileFD)
+        fileFD = -1
+        if settings.keep == 0 {
+            unlink(settings.path)
+        } else {
+            unlink("\(settings.path).\(settings.keep)")
+            var k = settings.keep - 1
+            while k >= 1 {
+                rename("\(settings.path).\(k)", "\(settings.path).\(k + 1)")
+                k -= 1
+            }
+            rename(settings.path, "\(settings.path).1")
+        }
+        pending.withLock { $0.stats.rotations += 1 }
+        do { try openFile() } catch { fileFD = -1 }
+    }
+
+    /// A file moved or deleted by someone else (logrotate, an operator) is
+    /// reopened at its path, at most once a second.
+    private func checkReplaced() {
+        guard let settings else { return }
+        let now = monotonicNow()
+        guard now - lastReopenCheck >= 1 else { return }
+        lastReopenCheck = now
+        var st = stat()
+        if stat(settings.path, &st) != 0 || st.st_dev != fileIdentity.0 || st.st_ino != fileIdentity.1 {
+            if fileFD >= 0 { close(fileFD); fileFD = -1 }
+            do { try openFile() } catch { pending.withLock { $0.stats.fileErrors += 1 } }
+        }
+    }
+}
+
+/// Builds one decision-log line in the configured format: ` key=value`
+/// pairs (values quoted and escaped as `LogBuffer.field` does) or a JSON
+/// object. Values come from the caller's SIP message and are escaped so that
+/// no display name or Call-ID can end a line or forge a field.
+struct DecisionLine {
+    private(set) var bytes: [UInt8] = []
+    private var format: LogFormat = .text
+    private var fields = 0
+    private var clock = WallClockText()
+
+    init() { bytes.reserveCapacity(512) }
+
+    mutating func begin(_ format: LogFormat) {
+        self.format = format
+        bytes.removeAll(keepingCapacity: true)
+        fields = 0
+        if format == .json {
+            bytes.append(contentsOf: Array("{\"event\":\"call\"".utf8))
+        } else {
+            bytes.append(contentsOf: Array("call".utf8))
+        }
+        clock.append(to: &bytes, json: format == .json)
+    }
+
+    mutating func field(_ key: StaticString, _ value: UnsafeRawBufferPointer) {
+        let name = UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount)
+        if format == .json {
+            bytes.append(contentsOf: [0x2C, 0x22])
+            bytes.append(contentsOf: name)
+            bytes.append(contentsOf: [0x22, 0x3A, 0x22])
+            DecisionLine.appendJSONEscaped(value, to: &bytes)
+            bytes.append(0x22)
+        } else {
+            bytes.append(0x20)
+            bytes.append(contentsOf: name)
+            bytes.append(UInt8(ascii: "="))
+            DecisionLine.appendTextValue(value, to: &bytes)
+        }
+    }
+
+    mutating func field(_ key: StaticString, _ value: String) {
+        var value = value
+        value.withUTF8 { field(key, UnsafeRawBufferPointer($0)) }
+    }
+
+    /// A number field: unquoted in JSON.
+    mutating func number(_ key: StaticString, _ value: Int) {
+        if format == .json {
+            let name = UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount)
+            bytes.append(contentsOf: [0x2C, 0x22])
+            bytes.append(contentsOf: name)
+            bytes.append(contentsOf: [0x22, 0x3A])
+            bytes.append(contentsOf: Array(String(value).utf8))
+        } else {
+            field(key, String(value))
+        }
+    }
+
+    mutating func end() {
+        if format == .json { bytes.append(UInt8(ascii: "}")) }
+    }
+
+    /// Quoted when the value holds spaces, quotes, backslashes, `=`, control
+    /// characters or is empty; as `LogBuffer.field` writes them.
+    static func appendTextValue(_ value: UnsafeRawBufferPointer, to bytes: inout [UInt8]) {
+        let plain = !value.isEmpty && !value.contains { $0 <= 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0x3D || $0 == 0x7F }
+        if plain { bytes.append(contentsOf: value); return }
+        bytes.append(0x22)
+        for c in value {
+            switch c {
+            case 0x22, 0x5C: bytes.append(0x5C); bytes.append(c)
+            case 0..<0x20, 0x7F: appendHex(c, prefix: [0x5C, UInt8(ascii: "x")], to: &bytes)
+            default: bytes.append(c)
+            }
+        }
+        bytes.append(0x22)
+    }
+
+    static func appendJSONEscaped(_ value: UnsafeRawBufferPointer, to bytes: inout [UInt8]) {
+        var i = 0
+        while i < value.count {
+            let c = value[i]
+            switch c {
+            case 0x22, 0x5C: bytes.append(0x5C); bytes.append(c)
+            case 0x0A: bytes.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+            case 0x0D: bytes.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+            case 0x09: bytes.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            case 0..<0x20, 0x7F: appendHex(c, prefix: Array("\\u00".utf8), to: &bytes)
+            case 0x80...:
+                // JSON must be UTF-8: a byte that does not start a valid sequence
+                // (SIP headers may carry anything) becomes U+FFFD.
+                let length = DecisionLine.utf8Length(value, at: i)
+                if length == 0 {
+                    bytes.append(contentsOf: [0xEF, 0xBF, 0xBD])
+                } else {
+                    bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: value[i..<(i + length)]))
+                    i += length
+                    continue
+                }
+            default: bytes.append(c)
+            }
+            i += 1
+        }
+    }
+
+    /// The length of the valid UTF-8 sequence at `i`, 0 when it is not one.
+    static func utf8Length(_ v: UnsafeRawBufferPointer, at i: Int) -> Int {
+        let c = v[i]
+        let length: Int
+        switch c {
+        case 0xC2...0xDF: length = 2
+        case 0xE0...0xEF: length = 3
+        case 0xF0...0xF4: length = 4
+        default: return 0
+        }
+        guard i + length <= v.count else { return 0 }
+        for k in 1..<length where v[i + k] & 0xC0 != 0x80 { return 0 }
+        let second = v[i + 1]
+        if c == 0xE0 && second < 0xA0 { return 0 }   // overlong
+        if c == 0xED && second > 0x9F { return 0 }   // surrogates
+        if c == 0xF0 && second < 0x90 { return 0 }   // overlong
+        if c == 0xF4 && second > 0x8F { return 0 }   // above U+10FFFF
+        return length
+    }
+
+    private static func appendHex(_ c: UInt8, prefix: [UInt8], to bytes: inout [UInt8]) {
+        let hex: StaticString = "0123456789abcdef"
+        bytes.append(contentsOf: prefix)
+        bytes.append(hex.utf8Start[Int(c >> 4)])
+        bytes.append(hex.utf8Start[Int(c & 15)])
+    }
+}
+
+/// `time=2026-11-29T23:20:01.123Z`: the date and time of the current second
+/// are formatted once per second, the milliseconds per line.
+struct WallClockText {
+    private var second = -1
+    private var text: [UInt8] = []
+
+    mutating func append(to bytes: inout [UInt8], json: Bool) {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        if ts.tv_sec != second {
+            second = ts.tv_sec
+            var t = time_t(ts.tv_sec)
+            var parts = tm()
+            gmtime_r(&t, &parts)
+            func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+            text = Array("\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))".utf8)
+        }
+        let ms = Int(ts.tv_nsec / 1_000_000)
+        bytes.append(contentsOf: Array(json ? ",\"time\":\"".utf8 : " time=".utf8))
+        bytes.append(contentsOf: text)
+        bytes.append(UInt8(ascii: "."))
+        bytes.append(UInt8(ascii: "0") + UInt8(ms / 100))
+        bytes.append(UInt8(ascii: "0") + UInt8(ms / 10 % 10))
+        bytes.append(UInt8(ascii: "0") + UInt8(ms % 10))
+        bytes.append(UInt8(ascii: "Z"))
+        if json { bytes.append(0x22) }
+    }
+}

@@ -1,0 +1,630 @@
+import CSupport
+import Configuration
+import Directory
+import Glibc
+import Screening
+import Synchronization
+
+/// The HTTP listener of `http-listen` (docs/OPERATIONS.md): `/metrics` in
+/// the Prometheus text format, `/lookup?number=...` answering the label as
+/// plain text (what FreeSWITCH's mod_cidlookup and Asterisk's CURL() read)
+/// and `/lookup.json?number=...` with the whole decision.
+///
+/// HTTP/1.1 with keep-alive and pipelining, GET and HEAD only, no request
+/// bodies. Everything a client can make it hold is bounded: the request
+/// head (8 KiB, else 414/431), the connections (http-max-connections, else
+/// 503), unsent output (a client that does not read is not read from
+/// either), and time (a request head must be complete within 10 s, else
+/// 408; idle connections are closed after 60 s).
+///
+/// Threading: one thread of its own (`run`); its counters are read by
+/// whoever renders the metrics.
+final class HTTPListener: @unchecked Sendable {
+    static let maxRequestHead = 8192
+    static let requestTimeout = 10.0
+    static let idleTimeout = 60.0
+    static let outputHighWater = 256 * 1024
+
+    let counters: HTTPCounters
+    let latency: LatencyHistogram
+    private let current: CurrentSet
+    private let stopFlag: StopFlag
+    private let metrics: @Sendable () -> String
+    private let listenFD: Int32
+    private let epfd: Int32
+    private let wakeFD: Int32
+    private var connections: [Int32: HTTPConnection] = [:]
+    private var set: ServingSet
+    private var json = JSONDecisionWriter()
+
+    init(address: ListenAddress, current: CurrentSet, stopFlag: StopFlag, counters: HTTPCounters, latency: LatencyHistogram,
+         metrics: @escaping @Sendable () -> String) throws(SystemError) {
+        self.current = current
+        self.stopFlag = stopFlag
+        self.counters = counters
+        self.latency = latency
+        self.metrics = metrics
+        set = current.get()
+        listenFD = try ListenSocket.open(address, reusePort: false)
+        epfd = epoll_create1(Int32(EPOLL_CLOEXEC))
+        wakeFD = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
+        guard epfd >= 0, wakeFD >= 0 else {
+            close(listenFD)
+            if epfd >= 0 { close(epfd) }
+            if wakeFD >= 0 { close(wakeFD) }
+            throw SystemError("epoll/eventfd for the HTTP listener")
+        }
+        watch(listenFD, EPOLLIN.rawValue, add: true)
+        watch(wakeFD, EPOLLIN.rawValue, add: true)
+    }
+
+    deinit {
+        for fd in connections.keys { close(fd) }
+        close(listenFD)
+        close(epfd)
+        close(wakeFD)
+    }
+
+    var boundPort: UInt16 { ListenSocket.boundPort(listenFD) }
+
+    func wake() {
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+    }
+
+    private func watch(_ fd: Int32, _ events: UInt32, add: Bool) {
+        var event = epoll_event(events: events, data: epoll_data_t(fd: fd))
+        epoll_ctl(epfd, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &event)
+    }
+
+    func run() {
+        var events = [epoll_event](repeating: epoll_event(), count: 64)
+        var lastSweep = monotonicNow()
+        while !stopFlag.isSet {
+            let n = events.withUnsafeMutableBufferPointer { epoll_wait(epfd, $0.baseAddress, 64, 1000) }
+            if current.generation != set.generation { set = current.get() }
+            if n > 0 {
+                for i in 0..<Int(n) {
+                    let fd = events[i].data.fd
+                    if fd == wakeFD { continue }
+                    if fd == listenFD { accept(); continue }
+                    if let connection = connections[fd] { serve(connection, events: events[i].events) }
+                }
+            }
+            let now = monotonicNow()
+            if now - lastSweep >= 1 {
+                sweep(now)
+                lastSweep = now
+            }
+        }
+    }
+
+    // MARK: - Connections
+
+    private func accept() {
+        while true {
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let fd = withUnsafeMutablePointer(to: &storage) { p in
+                p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    lookupd_accept4(listenFD, $0, &length, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
+                }
+            }
+            if fd < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                return
+            }
+            if connections.count >= set.config.operations.httpMaxConnections {
+                // Best effort: a fresh socket's send buffer takes this small answer whole.
+                counters.add(.refusedLimit)
+                counters.add(.other, code: 503)
+                let body = "too many HTTP connections\n"
+                let bytes = Array((HTTPListener.head(503, "Service Unavailable", contentType: "text/plain; charset=utf-8",
+                                                     length: body.utf8.count, keepAlive: false) + body).utf8)
+                _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                Glibc.shutdown(fd, Int32(SHUT_WR))
+                close(fd)
+                continue
+            }
+            let (ip, _) = withUnsafePointer(to: &storage) { SocketAddress.decode(UnsafeRawPointer($0)) }
+            let connection = HTTPConnection(fd: fd, allowed: isAllowed(ip), now: monotonicNow())
+            connections[fd] = connection
+            counters.open.store(connections.count, ordering: .relaxed)
+            counters.add(.accepted)
+            if !connection.allowed { counters.add(.refusedACL) }
+            watch(fd, EPOLLIN.rawValue | EPOLLRDHUP.rawValue, add: true)
+        }
+    }
+
+    private func isAllowed(_ ip: IPAddress) -> Bool {
+        guard let allow = set.config.operations.httpAllowFrom ?? set.config.allowFrom else { return true }
+        return allow.contains { $0.contains(ip) }
+    }
+
+    private func serve(_ c: HTTPConnection, events: UInt32) {
+        if events & EPOLLERR.rawValue != 0 { drop(c, .closedError); return }
+        let arrivedAt = monotonicNanoseconds()
+        if events & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue) != 0 && !c.peerClosed {
+            switch c.receive() {
+            case .error: drop(c, .closedError); return
+            case .closed: c.peerClosed = true
+            case .data: break
+            }
+        }
+        var answered = 0
+        if c.closing {
+            // After a `Connection: close` answer the peer's further bytes are read and ignored.
+            c.discardInput()
+        } else {
+            answered = process(c)
+        }
+        if !c.flush() { drop(c, .closedError); return }
+        if answered > 0 { latency.observe(.http, nanoseconds: monotonicNanoseconds() &- arrivedAt, count: answered) }
+        if c.peerClosed {
+            if !c.hasPendingOutput { drop(c, nil); return }
+            c.startClosing(monotonicNow())
+        }
+        afterWrite(c)
+    }
+
+    /// Once the last answer of a closing connection is out, half-closes it
+    /// and waits for the peer to close: closing at once could reset the
+    /// connection and destroy the answer before the peer read it.
+    private func afterWrite(_ c: HTTPConnection) {
+        if c.closing && !c.hasPendingOutput && !c.shutDown {
+            Glibc.shutdown(c.fd, Int32(SHUT_WR))
+            c.shutDown = true
+        }
+        updateInterest(c)
+    }
+
+    private func updateInterest(_ c: HTTPConnection) {
+        var events: UInt32 = 0
+        if c.hasPendingOutput { events |= EPOLLOUT.rawValue }
+        // A client that pipelines without reading its answers is not read from until it does;
+        // one that has closed its side is not watched for input (it would be reported forever).
+        if c.pendingOutput < HTTPListener.outputHighWater && !c.peerClosed { events |= EPOLLIN.rawValue | EPOLLRDHUP.rawValue }
+        if events != c.interest {
+            c.interest = events
+            watch(c.fd, events, add: false)
+        }
+    }
+
+    private func drop(_ c: HTTPConnection, _ reason: HTTPCounters.Event?) {
+        if let reason { counters.add(reason) }
+        epoll_ctl(epfd, EPOLL_CTL_DEL, c.fd, nil)
+        close(c.fd)
+        connections[c.fd] = nil
+        counters.open.store(connections.count, ordering: .relaxed)
+    }
+
+    private func sweep(_ now: Double) {
+        for c in Array(connections.values) {
+            if c.closing {
+                if now - c.closingSince > HTTPListener.requestTimeout { drop(c, nil) }
+            } else if c.receivedCount > 0, now - c.requestStarted > HTTPListener.requestTimeout {
+                counters.add(.closedSlow)
+                answer(c, .other, 408, "Request Timeout", "request not completed in time\n", keepAlive: false, head: false)
+                if !c.flush() { drop(c, .closedError); continue }
+                afterWrite(c)
+            } else if c.receivedCount == 0, now - c.lastActivity > HTTPListener.idleTimeout {
+                drop(c, .closedIdle)
+            }
+        }
+    }
+
+    // MARK: - Requests
+
+    /// Answers every complete request in the buffer; returns how many.
+    private func process(_ c: HTTPConnection) -> Int {
+        var answered = 0
+        while !c.closing && c.pendingOutput < HTTPListener.outputHighWater {
+            guard let headEnd = c.withReceived({ HTTPRequestHead.end(of: $0) }) else {
+                if c.receivedCount >= HTTPListener.maxRequestHead {
+                    let hasLine = c.withReceived { $0.contains(0x0A) }
+                    if hasLine {
+                        answer(c, .other, 431, "Request Header Fields Too Large", "request head larger than 8192 bytes\n", keepAlive: false, head: false)
+                    } else {
+                        answer(c, .other, 414, "URI Too Long", "request line longer than 8192 bytes\n", keepAlive: false, head: false)
+                    }
+                    answered += 1
+                }
+                break
+            }
+            let parsed = c.withReceived { HTTPRequestHead.parse(UnsafeRawBufferPointer(rebasing: $0[0..<headEnd.headLength])) }
+            c.consume(headEnd.consumed)
+            answered += 1
+            switch parsed {
+            case .failure(let error):
+                answer(c, .other, error.status, error.reason, error.message + "\n", keepAlive: false, head: false)
+            case .success(let request):
+                handle(request, on: c)
+            }
+        }
+        return answered
+    }
+
+    private func handle(_ request: HTTPRequestHead, on c: HTTPConnection) {
+        let head = request.method == "HEAD"
+        let endpoint: HTTPCounters.Endpoint
+        switch request.path {
+        case "/metrics": endpoint = .metrics
+        case "/lookup": endpoint = .lookup
+        case "/lookup.json": endpoint = .lookupJSON
+        default: endpoint = .other
+        }
+        guard c.allowed else {
+            answer(c, endpoint, 403, "Forbidden", "source address not allowed (http-allow-from)\n", keepAlive: false, head: head)
+            return
+        }
+        guard request.method == "GET" || head else {
+            answer(c, endpoint, 405, "Method Not Allowed", "only GET and HEAD\n", keepAlive: request.keepAlive, head: false,
+                   extra: "Allow: GET, HEAD\r\n")
+            return
+        }
+        switch endpoint {
+        case .metrics:
+            answer(c, endpoint, 200, "OK", metrics(), keepAlive: request.keepAlive, head: head,
+                   contentType: "text/plain; version=0.0.4; charset=utf-8")
+        case .lookup, .lookupJSON:
+            let query: HTTPQuery
+            switch HTTPQuery.parse(request.query) {
+            case .failure(let error):
+                answer(c, endpoint, 400, "Bad Request", error.message + "\n", keepAlive: request.keepAlive, head: head)
+                return
+            case .success(let q): query = q
+            }
+            guard let number = query.value("number") else {
+                answer(c, endpoint, 400, "Bad Request", "missing parameter 'number'\n", keepAlive: request.keepAlive, head: head)
+                return
+            }
+            guard number.count <= 256, (query.value("callee")?.count ?? 0) <= 256 else {
+                answer(c, endpoint, 400, "Bad Request", "parameter longer than 256 bytes\n", keepAlive: request.keepAlive, head: head)
+                return
+            }
+            let callee = query.value("callee") ?? []
+            let screening = set.screening
+            let time = screening.usesTime ? set.clock.now() : nil
+            let decision = number.withUnsafeBytes { caller in
+                callee.withUnsafeBytes { callee in
+                    screening.decide(caller: caller, context: CallContext(callee: callee, time: time))
+                }
+            }
+            if endpoint == .lookup {
+                var body: [UInt8] = []
+                if let label = decision.label { screening.withLabel(label) { body.append(contentsOf: $0) } }
+                answer(c, endpoint, 200, "OK", body, keepAlive: request.keepAlive, head: head,
+                       contentType: "text/plain; charset=utf-8")
+            } else {
+                let body = number.withUnsafeBytes { json.write(input: $0, decision, set: screening) }
+                answer(c, endpoint, 200, "OK", body, keepAlive: request.keepAlive, head: head,
+                       contentType: "application/json")
+            }
+        case .other:
+            answer(c, endpoint, 404, "Not Found", "not found: try /metrics, /lookup?number=N or /lookup.json?number=N\n",
+                   keepAlive: request.keepAlive, head: head)
+        }
+    }
+
+    private func answer(_ c: HTTPConnection, _ endpoint: HTTPCounters.Endpoint, _ status: Int, _ reason: String, _ body: String,
+                        keepAlive: Bool, head: Bool, contentType: String = "text/plain; charset=utf-8", extra: String = "") {
+        answer(c, endpoint, status, reason, Array(body.utf8), keepAlive: keepAlive, head: head, contentType: contentType, extra: extra)
+    }
+
+    private func answer(_ c: HTTPConnection, _ endpoint: HTTPCounters.Endpoint, _ status: Int, _ reason: String, _ body: [UInt8],
+                        keepAlive: Bool, head: Bool, contentType: String = "text/plain; charset=utf-8", extra: String = "") {
+        counters.add(endpoint, code: status)
+        c.queue(Array(HTTPListener.head(status, reason, contentType: contentType, length: body.count, keepAlive: keepAlive, extra: extra).utf8))
+        if !head { c.queue(body) }
+        if !keepAlive { c.startClosing(monotonicNow()) }
+    }
+
+    static func head(_ status: Int, _ reason: String, contentType: String, length: Int, keepAlive: Bool, extra: String = "") -> String {
+        "HTTP/1.1 \(status) \(reason)\r\nContent-Type: \(contentType)\r\nContent-Length: \(length)\r\n"
+            + (keepAlive ? "" : "Connection: close\r\n") + extra + "\r\n"
+    }
+}
+
+/// One HTTP connection's buffers. Used by the listener thread only.
+final class HTTPConnection {
+    enum Received { case data, closed, error }
+
+    let fd: Int32
+    let allowed: Bool
+    private var input: [UInt8]
+    private(set) var receivedCount = 0
+    private var output: [UInt8] = []
+    private var outputStart = 0
+    private(set) var lastActivity: Double
+    private(set) var requestStarted: Double
+    /// An answer with `Connection: close` was queued: no more requests are read.
+    private(set) var closing = false
+    private(set) var closingSince = 0.0
+    /// Our side is shut down for writing (everything was sent).
+    var shutDown = false
+    /// The peer closed its side (read returned 0).
+    var peerClosed = false
+    var interest = EPOLLIN.rawValue | EPOLLRDHUP.rawValue
+
+    init(fd: Int32, allowed: Bool, now: Double) {
+        self.fd = fd
+        self.allowed = allowed
+        input = [UInt8](repeating: 0, count: HTTPListener.maxRequestHead)
+        lastActivity = now
+        requestStarted = now
+    }
+
+    var hasPendingOutput: Bool { outputStart < output.count }
+    var pendingOutput: Int { output.count - outputStart }
+
+    func startClosing(_ now: Double) {
+        guard !closing else { return }
+        closing = true
+        closingSince = now
+    }
+
+    /// Reads what is there, up to the free space. A short read means the
+    /// socket is drained for now: not asking again saves a read(2) that
+    /// would only say EAGAIN (epoll is level-triggered and reports what is left).
+    func receive() -> Received {
+        while receivedCount < input.count {
+            let space = input.count - receivedCount
+            let n = input.withUnsafeMutableBytes { read(fd, $0.baseAddress! + receivedCount, space) }
+            if n > 0 {
+                let now = monotonicNow()
+                if receivedCount == 0 { requestStarted = now }
+                receivedCount += n
+                lastActivity = now
+                if n < space { return .data }
+                continue
+            }
+            if n == 0 { return .closed }
+            if errno == EINTR { continue }
+            if errno == EAGAIN { return .data }
+            return .error
+        }
+        return .data
+    }
+
+    func discardInput() { receivedCount = 0 }
+
+    func withReceived<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        input.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[0..<receivedCount])) }
+    }
+
+    func consume(_ count: Int) {
+        let rest = receivedCount - count
+        if rest > 0 { input.withUnsafeMutableBytes { _ = memmove($0.baseAddress!, $0.baseAddress! + count, rest) } }
+        receivedCount = rest
+        requestStarted = monotonicNow()
+    }
+
+    func queue(_ bytes: [UInt8]) { output.append(contentsOf: bytes) }
+
+    /// Writes what the socket takes; false on a write error.
+    func flush() -> Bool {
+        while outputStart < output.count {
+            let n = output.withUnsafeBytes { write(fd, $0.baseAddress! + outputStart, $0.count - outputStart) }
+            if n > 0 { outputStart += n; continue }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && errno == EAGAIN { break }
+            return false
+        }
+        if outputStart == output.count {
+            output.removeAll(keepingCapacity: output.capacity <= 65536)
+            outputStart = 0
+        }
+        return true
+    }
+}
+
+/// A parsed request line and the headers lookupd cares about (RFC 9112).
+struct HTTPRequestHead {
+    struct Failure: Error {
+        var status: Int
+        var reason: String
+        var message: String
+    }
+
+    var method: String
+    var path: String
+    var query: [UInt8]
+    var keepAlive: Bool
+
+    /// Where the head ends: its length without the blank line, and with it.
+    static func end(of bytes: UnsafeRawBufferPointer) -> (headLength: Int, consumed: Int)? {
+        // A bare LF ends lines too (RFC 9112 §2.2 allows accepting it).
+        var i = 0
+        while let newline = bytes[i...].firstIndex(of: 0x0A) {
+            let next = newline + 1
+            if next < bytes.count, bytes[next] == 0x0A { return (newline + 1, next + 1) }
+            if next + 1 < bytes.count, bytes[next] == 0x0D, bytes[next + 1] == 0x0A { return (newline + 1, next + 2) }
+            i = next
+        }
+        return nil
+    }
+
+    static func parse(_ head: UnsafeRawBufferPointer) -> Result<HTTPRequestHead, Failure> {
+        func bad(_ message: String) -> Result<HTTPRequestHead, Failure> {
+            .failure(Failure(status: 400, reason: "Bad Request", message: message))
+        }
+        var lines: [UnsafeRawBufferPointer] = []
+        var start = 0
+        while start < head.count, let newline = head[start...].firstIndex(of: 0x0A) {
+            var end = newline
+            if end > start, head[end - 1] == 0x0D { end -= 1 }
+            lines.append(UnsafeRawBufferPointer(rebasing: head[start..<end]))
+            start = newline + 1
+        }
+        // RFC 9112 §2.2: empty lines before the request line are ignored.
+        while let first = lines.first, first.isEmpty { lines.removeFirst() }
+        guard let requestLine = lines.first else { return bad("empty request") }
+        let parts = requestLine.split(separator: 0x20, omittingEmptySubsequences: false)
+        guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty else { return bad("malformed request line") }
+        guard parts[0].allSatisfy(isTokenByte) else { return bad("malformed method") }
+        let version = String(decoding: parts[2], as: UTF8.self)
+        let minor: Int
+        switch version {
+        case "HTTP/1.1": minor = 1
+        case "HTTP/1.0": minor = 0
+        default:
+            if version.hasPrefix("HTTP/"), version.count == 8 {
+                return .failure(Failure(status: 505, reason: "HTTP Version Not Supported", message: "only HTTP/1.0 and HTTP/1.1"))
+            }
+            return bad("malformed HTTP version")
+        }
+        let target = parts[1]
+        guard target.first == UInt8(ascii: "/"), target.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            return bad("request target must be an absolute path")
+        }
+        let questionMark = target.firstIndex(of: UInt8(ascii: "?"))
+        let path = String(decoding: target[target.startIndex..<(questionMark ?? target.endIndex)], as: UTF8.self)
+        let query = questionMark.map { Array(target[($0 + 1)...]) } ?? []
+
+        var keepAlive = minor == 1
+        var host = false
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex else { return bad("malformed header line") }
+            let nameBytes = line[line.startIndex..<colon]
+            // Obsolete line folding and whitespace before the colon are refused (RFC 9112 §5.1, §5.2).
+            guard nameBytes.allSatisfy(isTokenByte) else { return bad("malformed header name") }
+            // Only four headers matter; the others are checked for shape and skipped unread.
+            func value() -> String { String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingCharacters(in: " \t").lowercased() }
+            if isName(nameBytes, "host") {
+                if host { return bad("more than one Host header") }
+                host = true
+            } else if isName(nameBytes, "connection") {
+                let options = value().split(separator: ",").map { String($0).trimmingCharacters(in: " \t") }
+                if options.contains("close") { keepAlive = false } else if options.contains("keep-alive") { keepAlive = true }
+            } else if isName(nameBytes, "content-length") {
+                guard let length = Int(value()), length >= 0 else { return bad("malformed Content-Length") }
+                if length > 0 {
+                    return .failure(Failure(status: 413, reason: "Content Too Large", message: "requests take no body"))
+                }
+            } else if isName(nameBytes, "transfer-encoding") {
+                return .failure(Failure(status: 501, reason: "Not Implemented", message: "requests take no body (Transfer-Encoding)"))
+            }
+        }
+        if minor == 1 && !host { return bad("HTTP/1.1 request without Host header") }
+        return .success(HTTPRequestHead(method: String(decoding: parts[0], as: UTF8.self), path: path, query: query, keepAlive: keepAlive))
+    }
+}
+
+/// RFC 9110 tchar.
+private func isTokenByte(_ c: UInt8) -> Bool {
+    switch c {
+    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+         UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"),
+         UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"),
+         UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+        return true
+    default:
+        return false
+    }
+}
+
+/// ASCII case-insensitive comparison of a header name with a lower-case one.
+private func isName(_ bytes: Slice<UnsafeRawBufferPointer>, _ name: StaticString) -> Bool {
+    guard bytes.count == name.utf8CodeUnitCount else { return false }
+    var i = 0
+    for c in bytes {
+        let lower = c >= UInt8(ascii: "A") && c <= UInt8(ascii: "Z") ? c | 0x20 : c
+        if lower != name.utf8Start[i] { return false }
+        i += 1
+    }
+    return true
+}
+
+/// The query string, percent-decoded. `+` stays a plus sign: callers' numbers
+/// are written +8613800138000 far more often than form-encoded text reaches
+/// this endpoint (%2B and %20 work as usual).
+struct HTTPQuery {
+    private var pairs: [(String, [UInt8])] = []
+
+    func value(_ name: String) -> [UInt8]? { pairs.first { $0.0 == name }?.1 }
+
+    struct Malformed: Error { var message: String }
+
+    static func parse(_ query: [UInt8]) -> Result<HTTPQuery, Malformed> {
+        var result = HTTPQuery()
+        for part in query.split(separator: UInt8(ascii: "&")) {
+            let eq = part.firstIndex(of: UInt8(ascii: "="))
+            guard let name = decode(part[part.startIndex..<(eq ?? part.endIndex)]),
+                  let value = decode(eq.map { part[($0 + 1)...] } ?? []) else {
+                return .failure(Malformed(message: "malformed percent-encoding in the query"))
+            }
+            result.pairs.append((String(decoding: name, as: UTF8.self), value))
+        }
+        return .success(result)
+    }
+
+    private static func decode(_ bytes: ArraySlice<UInt8>) -> [UInt8]? {
+        var out: [UInt8] = []
+        var i = bytes.startIndex
+        while i < bytes.endIndex {
+            let c = bytes[i]
+            if c == UInt8(ascii: "%") {
+                guard i + 2 < bytes.endIndex, let hi = hex(bytes[i + 1]), let lo = hex(bytes[i + 2]) else { return nil }
+                out.append(hi << 4 | lo)
+                i += 3
+            } else {
+                out.append(c)
+                i += 1
+            }
+        }
+        return out
+    }
+
+    private static func hex(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}
+
+/// A decision as JSON, in the shape `lookupd query --json` prints.
+struct JSONDecisionWriter {
+    private var bytes: [UInt8] = []
+
+    mutating func write(input: UnsafeRawBufferPointer, _ d: Decision, set: ScreeningSet) -> [UInt8] {
+        bytes.removeAll(keepingCapacity: true)
+        append("{\"input\":")
+        string(input)
+        append(",\"number\":")
+        if let number = d.number { string(number.description) } else { append("null") }
+        append(",\"verdict\":")
+        string(d.verdict.rawValue)
+        append(",\"label\":")
+        if let label = d.label { set.withLabel(label) { string($0) } } else { append("null") }
+        append(",\"source\":")
+        if let source = d.source { string(set.sourceName(source)) } else { append("null") }
+        append(",\"match\":")
+        if let match = d.match { string(match.description) } else { append("null") }
+        append(",\"reason\":")
+        if let reason = d.invalidReason { string(reason.description) } else { append("null") }
+        append(",\"record\":")
+        append(d.journalRecord.map { String($0) } ?? "null")
+        append(",\"policy\":")
+        if let policy = d.policy { string(policy.rawValue) } else { append("null") }
+        append(",\"inactive\":")
+        if let inactive = d.inactiveDirectory { string(set.directories[inactive].name) } else { append("null") }
+        append("}\n")
+        return bytes
+    }
+
+    private mutating func append(_ text: String) { bytes.append(contentsOf: text.utf8) }
+
+    private mutating func string(_ raw: UnsafeRawBufferPointer) {
+        bytes.append(0x22)
+        DecisionLine.appendJSONEscaped(raw, to: &bytes)
+        bytes.append(0x22)
+    }
+
+    private mutating func string(_ text: String) {
+        var text = text
+        text.withUTF8 { string(UnsafeRawBufferPointer($0)) }
+    }
+}

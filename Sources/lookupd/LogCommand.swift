@@ -1,0 +1,372 @@
+import Configuration
+import Glibc
+
+let logCommand = Command(
+    name: "log",
+    summary: "show the decision log: blocked and identified calls",
+    usage: """
+    Usage: lookupd log [--blocked] [--since TIME] [--caller NUMBER] [--json] [--config FILE | --file PATH | -]
+
+    Reads the decision log back: one line per call the daemon blocked,
+    identified, recognised as a contact, or that a caller policy or time
+    window took part in, oldest first. By default it reads the configured
+    log-file and its rotated predecessors (PATH.N ... PATH.1, then PATH);
+    '-' reads lines from standard input instead, e.g. from journald:
+
+      journalctl -u lookupd -o cat | lookupd log --blocked -
+
+    Lines in either log-format (text or json) are understood; other lines
+    are skipped. Each call is printed as
+
+      TIME  VERDICT  CALLER -> CALLEE  "LABEL"  source=SOURCE rule=RULE call-id=CALL-ID
+
+    with TIME in UTC as the daemon logged it and control characters from
+    the SIP message shown escaped.
+
+    Options:
+      --blocked        only blocked calls
+      --since TIME     only calls at or after TIME: 2026-11-29, 2026-11-29T18:00,
+                       2026-11-29T18:00:05 (UTC), or an age: 30s, 15m, 2h, 7d
+      --caller NUMBER  only calls from this caller (as logged, e.g. +8613800138000)
+      --json           one JSON object per call (the logged fields) instead
+      --config FILE    take log-file from this configuration
+      --file PATH      read this log file (and its rotated predecessors)
+      -h, --help       this text
+
+    Exit status: 0 (also when nothing matched), 1 when the log cannot be
+    read or no log-file is configured, 2 usage error.
+
+    """,
+    run: runLog
+)
+
+private func runLog(_ raw: [String]) throws -> Int32 {
+    let args = try Arguments(raw, valued: ["config", "file", "since", "caller"], flags: ["blocked", "json"])
+    if args.flag("help") { return printUsage(logCommand) }
+    var filter = LogFilter(blockedOnly: args.flag("blocked"), caller: try args.value("caller"))
+    if let since = try args.value("since") {
+        guard let time = LogTime.since(since, now: Double(time(nil))) else {
+            throw UsageError("--since expects 2026-11-29, 2026-11-29T18:00[:05] or an age such as 30s, 15m, 2h, 7d")
+        }
+        filter.since = time
+    }
+    guard args.positionals.count <= 1, args.positionals.first.map({ $0 == "-" }) ?? true else {
+        throw UsageError("unexpected argument '\(args.positionals[0])' (only - for standard input)")
+    }
+    var printer = LogPrinter(filter: filter, json: args.flag("json"))
+    if args.positionals == ["-"] {
+        guard try args.value("file") == nil else { throw UsageError("give --file or -, not both") }
+        try printer.read(fd: 0, name: "standard input")
+    } else {
+        let path: String
+        if let file = try args.value("file") {
+            path = file
+        } else {
+            let config = try ConfigLocation.load(explicit: try args.value("config"), required: true)
+            guard let file = config.operations.logFile else {
+                throw CommandFailure("\(config.path ?? "the configuration") sets no log-file; pass --file PATH, or - to read "
+                                     + "standard input (journalctl -u lookupd -o cat | lookupd log -)")
+            }
+            path = file
+        }
+        // Rotated files first, oldest (highest number) first.
+        var rotated: [String] = []
+        var n = 1
+        while access("\(path).\(n)", F_OK) == 0 {
+            rotated.append("\(path).\(n)")
+            n += 1
+        }
+        for file in rotated.reversed() + [path] {
+            let fd = open(file, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else {
+                if file != path && errno == ENOENT { continue }  // rotated away meanwhile
+                throw CommandFailure("cannot read \(file): \(String(cString: strerror(errno)))")
+            }
+            defer { close(fd) }
+            try printer.read(fd: fd, name: file)
+        }
+    }
+    printer.out.flush()
+    return 0
+}
+
+/// Which calls to show.
+struct LogFilter {
+    var blockedOnly = false
+    var caller: String? = nil
+    /// Unix time in seconds.
+    var since: Double? = nil
+
+    func accepts(_ record: LogRecord) -> Bool {
+        if blockedOnly && record["verdict"] != "blocked" { return false }
+        if let caller, record["caller"] != caller { return false }
+        if let since {
+            guard let time = record["time"].flatMap(LogTime.parse), time >= since else { return false }
+        }
+        return true
+    }
+}
+
+/// One decision-log line's fields in their order, values unescaped.
+struct LogRecord {
+    var fields: [(key: String, value: String?)] = []
+
+    subscript(_ key: String) -> String? { fields.first { $0.key == key }?.value ?? nil }
+
+    /// A `call key=value ...` line (an optional `<N>` priority prefix is
+    /// skipped) or a `{"event":"call",...}` line; nil for anything else.
+    static func parse(_ line: Substring) -> LogRecord? {
+        var text = line
+        if text.first == "<", let close = text.firstIndex(of: ">"), text.distance(from: text.startIndex, to: close) <= 2 {
+            text = text[text.index(after: close)...]
+        }
+        if text.hasPrefix("{") { return parseJSON(Array(text.utf8)) }
+        guard text.hasPrefix("call ") else { return nil }
+        return parseText(Array(text.utf8).dropFirst(5))
+    }
+
+    private static func parseText(_ bytes: ArraySlice<UInt8>) -> LogRecord? {
+        var record = LogRecord()
+        var i = bytes.startIndex
+        while i < bytes.endIndex {
+            while i < bytes.endIndex, bytes[i] == 0x20 { i += 1 }
+            if i == bytes.endIndex { break }
+            let keyStart = i
+            while i < bytes.endIndex, bytes[i] != UInt8(ascii: "="), bytes[i] != 0x20 { i += 1 }
+            guard i < bytes.endIndex, bytes[i] == UInt8(ascii: "=") else { return nil }
+            let key = String(decoding: bytes[keyStart..<i], as: UTF8.self)
+            i += 1
+            var value: [UInt8] = []
+            if i < bytes.endIndex, bytes[i] == 0x22 {
+                i += 1
+                var closed = false
+                while i < bytes.endIndex {
+                    let c = bytes[i]
+                    if c == 0x22 { closed = true; i += 1; break }
+                    if c == 0x5C, i + 1 < bytes.endIndex {
+                        let next = bytes[i + 1]
+                        if next == UInt8(ascii: "x"), i + 3 < bytes.endIndex, let hi = hexValue(bytes[i + 2]), let lo = hexValue(bytes[i + 3]) {
+                            value.append(hi << 4 | lo)
+                            i += 4
+                        } else {
+                            value.append(next)
+                            i += 2
+                        }
+                        continue
+                    }
+                    value.append(c)
+                    i += 1
+                }
+                guard closed else { return nil }
+            } else {
+                while i < bytes.endIndex, bytes[i] != 0x20 { value.append(bytes[i]); i += 1 }
+            }
+            record.fields.append((key, String(decoding: value, as: UTF8.self)))
+        }
+        return record.fields.isEmpty ? nil : record
+    }
+
+    /// A flat JSON object of strings, numbers and nulls (what the daemon writes).
+    private static func parseJSON(_ bytes: [UInt8]) -> LogRecord? {
+        var record = LogRecord()
+        var i = 0
+        func skipSpace() { while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x09 || bytes[i] == 0x0D { i += 1 } }
+        func string() -> String? {
+            guard i < bytes.count, bytes[i] == 0x22 else { return nil }
+            i += 1
+            var out: [UInt8] = []
+            while i < bytes.count {
+                let c = bytes[i]
+                if c == 0x22 { i += 1; return String(decoding: out, as: UTF8.self) }
+                if c == 0x5C {
+                    guard i + 1 < bytes.count else { return nil }
+                    let e = bytes[i + 1]
+                    i += 2
+                    switch e {
+                    case UInt8(ascii: "n"): out.append(0x0A)
+                    case UInt8(ascii: "r"): out.append(0x0D)
+                    case UInt8(ascii: "t"): out.append(0x09)
+                    case UInt8(ascii: "b"): out.append(0x08)
+                    case UInt8(ascii: "f"): out.append(0x0C)
+                    case UInt8(ascii: "u"):
+                        guard i + 4 <= bytes.count else { return nil }
+                        var scalar: UInt32 = 0
+                        for k in 0..<4 {
+                            guard let h = hexValue(bytes[i + k]) else { return nil }
+                            scalar = scalar << 4 | UInt32(h)
+                        }
+                        i += 4
+                        out.append(contentsOf: Array(String(Unicode.Scalar(scalar).map(Character.init) ?? "\u{FFFD}").utf8))
+                    default: out.append(e)
+                    }
+                    continue
+                }
+                out.append(c)
+                i += 1
+            }
+            return nil
+        }
+        skipSpace()
+        guard i < bytes.count, bytes[i] == UInt8(ascii: "{") else { return nil }
+        i += 1
+        while true {
+            skipSpace()
+            if i < bytes.count, bytes[i] == UInt8(ascii: "}") { break }
+            guard let key = string() else { return nil }
+            skipSpace()
+            guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { return nil }
+            i += 1
+            skipSpace()
+            let value: String?
+            if i < bytes.count, bytes[i] == 0x22 {
+                guard let s = string() else { return nil }
+                value = s
+            } else {
+                let start = i
+                while i < bytes.count, bytes[i] != UInt8(ascii: ","), bytes[i] != UInt8(ascii: "}") { i += 1 }
+                let word = String(decoding: bytes[start..<i].filter { $0 != 0x20 && $0 != 0x09 }, as: UTF8.self)
+                value = word == "null" ? nil : word
+            }
+            record.fields.append((key, value))
+            skipSpace()
+            if i < bytes.count, bytes[i] == UInt8(ascii: ",") { i += 1; continue }
+            guard i < bytes.count, bytes[i] == UInt8(ascii: "}") else { return nil }
+            break
+        }
+        guard record["event"] == "call" else { return nil }
+        record.fields.removeAll { $0.key == "event" }
+        return record
+    }
+}
+
+private func hexValue(_ c: UInt8) -> UInt8? {
+    switch c {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+    default: return nil
+    }
+}
+
+/// Times in the log: `2026-11-29T23:16:55.851Z` (UTC).
+enum LogTime {
+    /// Unix time of a logged time or a --since date (`2026-11-29`, `2026-11-29T18:00`,
+    /// `2026-11-29 18:00:05`, optionally with fractions and a trailing Z).
+    static func parse(_ text: String) -> Double? {
+        var s = Substring(text)
+        if s.hasSuffix("Z") { s = s.dropLast() }
+        let dateAndTime = s.split(whereSeparator: { $0 == "T" || $0 == " " })
+        guard dateAndTime.count == 1 || dateAndTime.count == 2 else { return nil }
+        let date = dateAndTime[0].split(separator: "-", omittingEmptySubsequences: false)
+        guard date.count == 3, date[0].count == 4, date[1].count == 2, date[2].count == 2,
+              let year = Int32(date[0]), let month = Int32(date[1]), let day = Int32(date[2]),
+              (1...12).contains(month), (1...31).contains(day) else { return nil }
+        var hour: Int32 = 0, minute: Int32 = 0, second = 0.0
+        if dateAndTime.count == 2 {
+            let clock = dateAndTime[1].split(separator: ":", omittingEmptySubsequences: false)
+            guard clock.count == 2 || clock.count == 3, clock[0].count == 2, clock[1].count == 2,
+                  let h = Int32(clock[0]), let m = Int32(clock[1]), (0...23).contains(h), (0...59).contains(m) else { return nil }
+            hour = h
+            minute = m
+            if clock.count == 3 {
+                guard clock[2].count >= 2, clock[2].first!.isNumber, let sec = Double(clock[2]), sec >= 0, sec < 61 else { return nil }
+                second = sec
+            }
+        }
+        var parts = tm()
+        parts.tm_year = year - 1900
+        parts.tm_mon = month - 1
+        parts.tm_mday = day
+        parts.tm_hour = hour
+        parts.tm_min = minute
+        parts.tm_sec = 0
+        return Double(timegm(&parts)) + second
+    }
+
+    /// `--since`: an absolute time, or an age (`30s`, `15m`, `2h`, `7d`) before `now`.
+    static func since(_ text: String, now: Double) -> Double? {
+        if let unit = text.last, "smhd".contains(unit), let n = Int(text.dropLast()), n >= 0 {
+            let scale: Double = unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : 86400
+            return now - Double(n) * scale
+        }
+        return parse(text)
+    }
+}
+
+/// Reads log text a chunk at a time and prints the calls the filter accepts.
+struct LogPrinter {
+    let filter: LogFilter
+    let json: Bool
+    var out = OutputBuffer(fd: 1)
+
+    mutating func read(fd: Int32, name: String) throws {
+        var pending: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw CommandFailure("cannot read \(name): \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { break }
+            pending.append(contentsOf: chunk[0..<n])
+            var start = 0
+            while let newline = pending[start...].firstIndex(of: 0x0A) {
+                line(pending[start..<newline])
+                start = newline + 1
+            }
+            pending.removeFirst(start)
+        }
+        if !pending.isEmpty { line(pending[...]) }
+    }
+
+    private mutating func line(_ bytes: ArraySlice<UInt8>) {
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let record = LogRecord.parse(Substring(text)), filter.accepts(record) else { return }
+        if json { printJSON(record) } else { printText(record) }
+        out.flushIfLarge()
+    }
+
+    private mutating func printText(_ r: LogRecord) {
+        func shown(_ key: String) -> String { r[key].map(LogPrinter.visible) ?? "-" }
+        var verdict = shown("verdict")
+        if verdict.count < 10 { verdict += String(repeating: " ", count: 10 - verdict.count) }
+        out.append("\(shown("time"))  \(verdict) \(shown("caller")) -> \(shown("callee"))")
+        if let label = r["label"] { out.append("  \"\(LogPrinter.visible(label))\"") }
+        for key in ["source", "rule", "policy", "inactive", "response", "call-id"] {
+            if let value = r[key] { out.append("  \(key)=\(LogPrinter.visible(value))") }
+        }
+        out.append(byte: 0x0A)
+    }
+
+    private mutating func printJSON(_ r: LogRecord) {
+        out.append("{")
+        for (i, field) in r.fields.enumerated() {
+            if i > 0 { out.append(",") }
+            out.appendJSONString(field.key)
+            out.append(":")
+            if let value = field.value {
+                let numeric = (field.key == "response" || field.key == "record") && !value.isEmpty && value.allSatisfy(\.isASCII) && value.allSatisfy(\.isNumber)
+                if numeric { out.append(value) } else { out.appendJSONString(value) }
+            } else {
+                out.append("null")
+            }
+        }
+        out.append("}\n")
+    }
+
+    /// Control characters (a display name's escape sequences would otherwise
+    /// reach the operator's terminal) as \xHH.
+    static func visible(_ s: String) -> String {
+        var out = ""
+        for scalar in s.unicodeScalars {
+            if scalar.value < 0x20 || scalar.value == 0x7F || (0x80..<0xA0).contains(scalar.value) {
+                let hex = String(scalar.value, radix: 16)
+                out += "\\x" + (hex.count < 2 ? "0" : "") + hex
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import Glibc
+import XCTest
+
+/// Issue 7.3: the decision log. Every blocked or identified call is one
+/// line (key=value or JSON) on standard error and in the log file, rotated
+/// by size; untrusted text cannot forge a line; `lookupd log` reads it back;
+/// a log destination that stops taking lines never stops the calls.
+final class DecisionLogTests: DaemonTestCase {
+    /// A display name trying to end the line and start a forged one.
+    static let forger = #""x\" verdict=identified label=\"Friend\"\\" <sip:+8613800138000@pbx.example>"#
+
+    func testLinesInTextFormatAndLookupdLog() throws {
+        let log = path("decisions.log")
+        let daemon = try startDaemon(["log-file = \(log)", "log-level = notice"])
+        let udp = try UDPPeer()
+        let port = daemon.port
+        XCTAssertEqual(udp.exchange(invite(from: Self.forger, to: "1001", port: port, callID: "forged-1@pbx"), port: port)?.statusCode, 603)
+        XCTAssertEqual(udp.exchange(invite(from: "<sip:\(Caller.pizza)@pbx.example>", to: "1002", port: port, callID: "pizza-1@pbx"), port: port)?.statusCode, 302)
+        XCTAssertEqual(udp.exchange(invite(from: "<sip:\(Caller.unknown)@pbx.example>", port: port, callID: "unknown-1@pbx"), port: port)?.statusCode, 302)
+        XCTAssertEqual(udp.exchange(invite(from: "<sip:\(Caller.virtualRange)@pbx.example>", to: "1003", port: port, callID: "range-1@pbx"), port: port)?.statusCode, 603)
+
+        // The file: blocked and identified calls, each on one line; unknown callers are not decisions.
+        XCTAssertTrue(eventually(timeout: 5) { readText(log).split(separator: "\n").count == 3 }, readText(log))
+        let lines = readText(log).split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.count, 3, readText(log))
+        XCTAssertTrue(lines[0].hasPrefix("call time="), lines[0])
+        XCTAssertTrue(lines[0].contains(#" verdict=blocked caller=+8613800138000 callee=1001 response=603 label="Fraud Risk" source=main match=+8613800138000 rule=+8613800138000 call-id=forged-1@pbx "#), lines[0])
+        XCTAssertTrue(lines[0].hasSuffix(#" display-name="x\" verdict=identified label=\"Friend\"\\""#), "the display name stays one quoted value: \(lines[0])")
+        XCTAssertTrue(lines[1].contains(#" verdict=identified caller=+8613812345678 callee=1002 response=302 label="Pizza Palace, Haidian" source=main"#), lines[1])
+        XCTAssertTrue(lines[2].contains(" verdict=blocked caller=+8617012345678 callee=1003 response=603 label=\"Virtual Operator Range\" source=main match=+86170* rule=+86170* call-id=range-1@pbx"), lines[2])
+        let time = try XCTUnwrap(lines[0].split(separator: " ")[1].split(separator: "=").last)
+        XCTAssertNotNil(try NSRegularExpression(pattern: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$"#)
+            .firstMatch(in: String(time), range: NSRange(time.startIndex..., in: time)), "RFC 3339 UTC: \(time)")
+
+        // Standard error, for journald: blocked calls at notice (shown at log-level = notice), identified at info (not).
+        XCTAssertTrue(eventually(timeout: 5) { daemon.stderr.contains("call-id=range-1@pbx") }, daemon.stderr)
+        XCTAssertTrue(daemon.stderr.contains("<5>call time="), daemon.stderr)
+        XCTAssertFalse(daemon.stderr.contains("pizza-1@pbx"), "identified calls are info, below notice")
+
+        // lookupd log: every call, only the blocked ones, by caller, since, as JSON.
+        let all = try lookupd(["log", "--file", log])
+        XCTAssertEqual(all.status, 0, all.summary)
+        let shown = all.stdout.split(separator: "\n").map(String.init)
+        XCTAssertEqual(shown.count, 3, all.stdout)
+        XCTAssertTrue(shown[0].contains("  blocked    +8613800138000 -> 1001  \"Fraud Risk\"  source=main  rule=+8613800138000  response=603  call-id=forged-1@pbx"), shown[0])
+        XCTAssertTrue(shown[1].contains("identified +8613812345678 -> 1002  \"Pizza Palace, Haidian\""), shown[1])
+        let blocked = try lookupd(["log", "--blocked", "--config", daemon.configPath])
+        XCTAssertEqual(blocked.stdout.split(separator: "\n").count, 2, blocked.summary)
+        XCTAssertFalse(blocked.stdout.contains("identified"))
+        XCTAssertEqual(try lookupd(["log", "--file", log, "--caller", Caller.pizza]).stdout.split(separator: "\n").count, 1)
+        XCTAssertEqual(try lookupd(["log", "--file", log, "--since", "10m"]).stdout.split(separator: "\n").count, 3)
+        XCTAssertEqual(try lookupd(["log", "--file", log, "--since", "2999-01-01"]).stdout, "")
+        let json = try lookupd(["log", "--file", log, "--json", "--blocked"])
+        let first = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.stdout.split(separator: "\n")[0].utf8)) as? [String: Any])
+        XCTAssertEqual(first["display-name"] as? String, #"x" verdict=identified label="Friend"\"#, "unescaped exactly")
+        XCTAssertEqual(first["response"] as? Int, 603)
+        // From journald's text (priority prefixes and other lines are skipped).
+        let viaStdin = try lookupdWithInput(["log", "--blocked", "-"], input: daemon.stderr)
+        XCTAssertEqual(viaStdin.split(separator: "\n").count, 2, viaStdin)
+        XCTAssertEqual(try lookupd(["log", "--since", "yesterday", "--file", log]).status, 2)
+        let none = try lookupd(["log", "--config", planConfig])
+        XCTAssertEqual(none.status, 1)
+        XCTAssertTrue(none.stderr.contains("sets no log-file"), none.stderr)
+    }
+
+    func testJSONFormat() throws {
+        let log = path("decisions.json")
+        let daemon = try startDaemon(["log-file = \(log)", "log-format = json"])
+        let udp = try UDPPeer()
+        XCTAssertEqual(udp.exchange(invite(from: Self.forger, to: "1001", port: daemon.port, callID: "forged-2@pbx"), port: daemon.port)?.statusCode, 603)
+        XCTAssertEqual(udp.exchange(invite(from: "<sip:\(Caller.mum)@pbx.example>", port: daemon.port, callID: "mum-2@pbx"), port: daemon.port)?.statusCode, 302)
+        XCTAssertTrue(eventually(timeout: 5) { readText(log).split(separator: "\n").count == 2 }, readText(log))
+        let objects = try readText(log).split(separator: "\n").map {
+            try XCTUnwrap(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any], String($0))
+        }
+        XCTAssertEqual(objects[0]["event"] as? String, "call")
+        XCTAssertEqual(objects[0]["verdict"] as? String, "blocked")
+        XCTAssertEqual(objects[0]["caller"] as? String, Caller.fraud)
+        XCTAssertEqual(objects[0]["callee"] as? String, "1001")
+        XCTAssertEqual(objects[0]["label"] as? String, "Fraud Risk")
+        XCTAssertEqual(objects[0]["source"] as? String, "main")
+        XCTAssertEqual(objects[0]["rule"] as? String, Caller.fraud)
+        XCTAssertEqual(objects[0]["call-id"] as? String, "forged-2@pbx")
+        XCTAssertEqual(objects[0]["response"] as? Int, 603)
+        XCTAssertEqual(objects[0]["display-name"] as? String, #"x" verdict=identified label="Friend"\"#)
+        XCTAssertNotNil(objects[0]["time"] as? String)
+        XCTAssertEqual(objects[1]["verdict"] as? String, "contact")
+        XCTAssertEqual(objects[1]["label"] as? String, "Mum")
+        // journald gets the same JSON after its priority prefix.
+        XCTAssertTrue(eventually(timeout: 5) { daemon.stderr.contains(#"<5>{"event":"call","time":""#) }, daemon.stderr)
+        let back = try lookupd(["log", "--file", log])
+        XCTAssertEqual(back.stdout.split(separator: "\n").count, 2, back.summary)
+    }
+
+    func testRotationBySize() throws {
+        let log = path("rotating.log")
+        let daemon = try startDaemon(["log-file = \(log)", "log-file-max-size = 4096", "log-file-keep = 2"])
+        let udp = try UDPPeer()
+        let calls = 60
+        for i in 0..<calls {
+            let answer = udp.exchange(invite(from: "<sip:\(Caller.fraud)@pbx.example>", port: daemon.port, callID: "rot-\(i)@pbx"), port: daemon.port)
+            XCTAssertEqual(answer?.statusCode, 603)
+        }
+        XCTAssertTrue(eventually(timeout: 5) { readText(log).contains("call-id=rot-\(calls - 1)@pbx") })
+        let files = [log, log + ".1", log + ".2"]
+        for file in files {
+            XCTAssertTrue(FileManager.default.fileExists(atPath: file), file)
+            let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? -1
+            XCTAssertTrue(size > 0 && size <= 4096, "\(file): \(size) bytes")
+            XCTAssertTrue(readText(file).hasSuffix("\n"), "\(file) holds whole lines")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: log + ".3"), "only log-file-keep rotated files are kept")
+        // lookupd log reads the rotated files oldest first: the call-ids come in order and end with the last.
+        let back = try lookupd(["log", "--file", log]).stdout.split(separator: "\n")
+        let numbers = back.compactMap { line -> Int? in
+            guard let r = line.range(of: "call-id=rot-") else { return nil }
+            return Int(line[r.upperBound...].prefix { $0.isNumber })
+        }
+        XCTAssertEqual(numbers, numbers.sorted(), "oldest first")
+        XCTAssertEqual(numbers.last, calls - 1)
+        XCTAssertGreaterThan(numbers.count, 20, "three files of 4 KiB hold a good part of the calls")
+        let stats = try self.stats(daemon)
+        XCTAssertGreaterThanOrEqual(stats["lookupd_log_file_rotations_total"], 3, stats.text)
+        XCTAssertEqual(stats[#"lookupd_log_lines_total{destination="file"}"#], calls)
+        XCTAssertEqual(stats[#"lookupd_log_lines_dropped_total{destination="file"}"#], 0)
+    }
+
+    /// A log file that takes nothing (a FIFO nobody reads) stalls the log
+    /// writer, never the calls; the daemon still stops promptly.
+    func testAStuckLogFileNeverStallsCalls() throws {
+        let fifo = path("stuck.fifo")
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        // Held open for reading (so the daemon's open succeeds) and never read.
+        let reader = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        XCTAssertGreaterThanOrEqual(reader, 0)
+        defer { close(reader) }
+        let daemon = try startDaemon(["log-file = \(fifo)"])
+        let udp = try UDPPeer()
+        let started = monotonicSeconds()
+        // ~300 lines of ~250 bytes: more than a pipe holds (64 KiB), so the writer blocks.
+        for i in 0..<300 {
+            let answer = udp.exchange(invite(from: "<sip:\(Caller.fraud)@pbx.example>", port: daemon.port, callID: "stuck-\(i)@pbx"),
+                                      port: daemon.port)
+            guard answer?.statusCode == 603 else { XCTFail("call \(i) not answered while the log file is stuck"); break }
+        }
+        let elapsed = monotonicSeconds() - started
+        XCTAssertLessThan(elapsed, 30, "answers did not wait for the log")
+        let t = terminate(daemon, timeout: 15)
+        XCTAssertEqual(t.status, 0, daemon.stderr.suffix(2000).description)
+        XCTAssertLessThan(t.seconds, 10, "stopping does not wait forever for a stuck log writer")
+    }
+
+    /// `lookupd ARGS` with `input` on standard input.
+    private func lookupdWithInput(_ arguments: [String], input: String) throws -> String {
+        let file = write("stdin.txt", input)
+        let result = try runCommand("/bin/sh", ["-c", "exec \"$0\" \"$@\" < '\(file)'", LookupdBinary.path!] + arguments,
+                                    folder: folder, timeout: 30, environment: ["LOOKUPD_CONFIG": planConfig])
+        XCTAssertEqual(result.status, 0, result.summary)
+        return result.stdout
+    }
+}

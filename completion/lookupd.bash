@@ -1,0 +1,73 @@
+# bash completion for lookupd(8). Installed by the package as
+# /usr/share/bash-completion/completions/lookupd; Tests/CLITests/CompletionTests.swift
+# checks it offers every subcommand and option the code knows.
+
+_lookupd_options() {
+    case "$1" in
+        query)   echo "--config --directory --contacts --callee --verstat --at --json --country-code --national-prefix --international-prefix --national-number-length --help" ;;
+        compile) echo "--output --format --on-duplicate --directory-version --max-errors --config --country-code --national-prefix --international-prefix --national-number-length --quiet --help" ;;
+        check)   echo "--help" ;;
+        inspect) echo "--json --config --help" ;;
+        export)  echo "--output --help" ;;
+        serve)   echo "--config --help" ;;
+        reload|stats) echo "--config --socket --help" ;;
+        add)     echo "--block --label --to --config --help" ;;
+        remove)  echo "--from --config --help" ;;
+        compact) echo "--config --help" ;;
+        update)  echo "--config --force --allow-shrink --rollback --no-reload --quiet --help" ;;
+        log)     echo "--blocked --since --caller --json --config --file --help" ;;
+    esac
+}
+
+_lookupd() {
+    local cur prev words cword
+    if declare -F _init_completion >/dev/null 2>&1; then
+        _init_completion || return
+    else
+        cur=${COMP_WORDS[COMP_CWORD]}
+        prev=${COMP_WORDS[COMP_CWORD-1]}
+        words=("${COMP_WORDS[@]}")
+        cword=$COMP_CWORD
+    fi
+    local commands="query compile check inspect export serve reload stats add remove compact update log"
+
+    if [ "$cword" -eq 1 ]; then
+        COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
+        return
+    fi
+    local command=${words[1]}
+
+    # Values of options.
+    case "$prev" in
+        --config|--contacts|--file)
+            COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --directory)
+            COMPREPLY=($(compgen -f -X '!*.lkd' -- "$cur") $(compgen -d -- "$cur")); return ;;
+        -o|--output)
+            COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --socket)
+            COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --format)
+            COMPREPLY=($(compgen -W "csv json text vcard" -- "$cur")); return ;;
+        --on-duplicate)
+            COMPREPLY=($(compgen -W "error first last" -- "$cur")); return ;;
+        --verstat)
+            COMPREPLY=($(compgen -W "TN-Validation-Passed TN-Validation-Failed No-TN-Validation" -- "$cur")); return ;;
+        --since)
+            COMPREPLY=($(compgen -W "15m 1h 24h 7d" -- "$cur")); return ;;
+        --label|--callee|--caller|--at|--to|--from|--rollback|--country-code|--national-prefix|--international-prefix|--national-number-length|--directory-version|--max-errors)
+            return ;;
+    esac
+
+    if [[ "$cur" == -* ]]; then
+        COMPREPLY=($(compgen -W "$(_lookupd_options "$command")" -- "$cur"))
+        return
+    fi
+    case "$command" in
+        compile) COMPREPLY=($(compgen -f -- "$cur")) ;;
+        check|inspect|export) COMPREPLY=($(compgen -f -X '!*.lkd' -- "$cur") $(compgen -d -- "$cur")) ;;
+        help) COMPREPLY=($(compgen -W "$commands" -- "$cur")) ;;
+    esac
+}
+
+complete -F _lookupd lookupd
