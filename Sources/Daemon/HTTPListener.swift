@@ -333,8 +333,7 @@ final class HTTPConnection {
     let allowed: Bool
     private var input: [UInt8]
     private(set) var receivedCount = 0
-    private var output: [UInt8] = []
-    private var outputStart = 0
+    private var output = PendingOutput()
     private(set) var lastActivity: Double
     private(set) var requestStarted: Double
     /// An answer with `Connection: close` was queued: no more requests are read.
@@ -354,8 +353,8 @@ final class HTTPConnection {
         requestStarted = now
     }
 
-    var hasPendingOutput: Bool { outputStart < output.count }
-    var pendingOutput: Int { output.count - outputStart }
+    var hasPendingOutput: Bool { !output.isEmpty }
+    var pendingOutput: Int { output.count }
 
     func startClosing(_ now: Double) {
         guard !closing else { return }
@@ -399,23 +398,10 @@ final class HTTPConnection {
         requestStarted = monotonicNow()
     }
 
-    func queue(_ bytes: [UInt8]) { output.append(contentsOf: bytes) }
+    func queue(_ bytes: [UInt8]) { output.append(bytes) }
 
     /// Writes what the socket takes; false on a write error.
-    func flush() -> Bool {
-        while outputStart < output.count {
-            let n = output.withUnsafeBytes { write(fd, $0.baseAddress! + outputStart, $0.count - outputStart) }
-            if n > 0 { outputStart += n; continue }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 && errno == EAGAIN { break }
-            return false
-        }
-        if outputStart == output.count {
-            output.removeAll(keepingCapacity: output.capacity <= 65536)
-            outputStart = 0
-        }
-        return true
-    }
+    func flush() -> Bool { output.flush(to: fd) }
 }
 
 /// A parsed request line and the headers lookupd cares about (RFC 9112).

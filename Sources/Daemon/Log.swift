@@ -67,19 +67,7 @@ public struct LogBuffer {
         bytes.append(0x20)
         text(key)
         bytes.append(UInt8(ascii: "="))
-        let plain = !value.isEmpty && !value.contains { $0 <= 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0x3D || $0 == 0x7F }
-        if plain { bytes.append(contentsOf: value); return }
-        bytes.append(0x22)
-        for c in value {
-            switch c {
-            case 0x22, 0x5C: bytes.append(0x5C); bytes.append(c)
-            case 0..<0x20, 0x7F:
-                let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                bytes.append(contentsOf: [0x5C, UInt8(ascii: "x"), hex[Int(c >> 4)], hex[Int(c & 15)]])
-            default: bytes.append(c)
-            }
-        }
-        bytes.append(0x22)
+        DecisionLine.appendTextValue(value, to: &bytes)
     }
 
     public mutating func field(_ key: StaticString, _ value: String) {

@@ -208,23 +208,7 @@ extension Responder {
 
     /// The verdict for an initial INVITE, counted as in redirect mode.
     private func decide(_ request: SIPRequest, set: ServingSet, sourceIP: IPAddress) -> Decision {
-        var user: SIPText? = request.from.uri.userOrNumber
-        var callerURI = request.from.uri
-        if !set.config.trustAssertedIdentityFrom.isEmpty, set.isTrusted(sourceIP) {
-            let asserted = request.assertedIdentities
-            var chosen: Int? = nil
-            for i in asserted.indices where asserted[i].uri.scheme == .tel { chosen = i; break }
-            if chosen == nil, !asserted.isEmpty { chosen = asserted.startIndex }
-            if let chosen {
-                user = asserted[chosen].uri.userOrNumber
-                callerURI = asserted[chosen].uri
-            }
-        }
-        let decision = decideCall(request, caller: user, callerURI: callerURI, set: set)
-        countVerdict(decision.verdict)
-        verdictSources.add(decision)
-        countPolicy(decision)
-        return decision
+        decideAndCount(request, caller: callerIdentity(request, set: set, sourceIP: sourceIP), set: set)
     }
 
     private func reply(_ request: SIPRequest, _ response: SIPResponse, into out: UnsafeMutableRawBufferPointer) -> ProxyAction {

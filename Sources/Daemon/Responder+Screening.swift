@@ -5,6 +5,28 @@ import SIP
 /// The call context screening needs beyond the caller, read from the
 /// request, and the counters and log fields of caller policies.
 extension Responder {
+    /// Who is calling: P-Asserted-Identity from a trusted peer (a tel: value
+    /// first, it carries the number plainly), otherwise From. The same in
+    /// redirect and proxy mode.
+    func callerIdentity(_ request: SIPRequest, set: ServingSet, sourceIP: IPAddress) -> SIPIdentityURI {
+        guard !set.config.trustAssertedIdentityFrom.isEmpty, set.isTrusted(sourceIP) else { return .from }
+        let asserted = request.assertedIdentities
+        if let tel = asserted.indices.first(where: { asserted[$0].uri.scheme == .tel }) { return .assertedIdentity(tel) }
+        return asserted.isEmpty ? .from : .assertedIdentity(asserted.startIndex)
+    }
+
+    /// The verdict for an initial INVITE from `identity`, counted (verdict,
+    /// its source, the policy that acted).
+    func decideAndCount(_ request: SIPRequest, caller identity: SIPIdentityURI, set: ServingSet) -> Decision {
+        var uri = request.from.uri
+        if case .assertedIdentity(let i) = identity { uri = request.assertedIdentities[i].uri }
+        let decision = decideCall(request, caller: uri.userOrNumber, callerURI: uri, set: set)
+        countVerdict(decision.verdict)
+        verdictSources.add(decision)
+        countPolicy(decision)
+        return decision
+    }
+
     func decideCall(_ request: SIPRequest, caller: SIPText?, callerURI: SIPURI, set: ServingSet) -> Decision {
         let screening = set.screening
         let context = CallContext(callee: request.requestURI.user?.bytes ?? UnsafeRawBufferPointer(start: nil, count: 0),

@@ -124,27 +124,9 @@ struct Responder {
 
     private mutating func screen(_ request: SIPRequest, set: ServingSet, source: SIPSourceAddress, sourceIP: IPAddress,
                                  into out: UnsafeMutableRawBufferPointer, log: inout LogBuffer) -> Int {
-        // The caller: P-Asserted-Identity from a trusted peer (a tel: value
-        // first, it carries the number plainly), otherwise From.
-        var identity = SIPIdentityURI.from
-        var user: SIPText? = request.from.uri.userOrNumber
-        var callerURI = request.from.uri
-        if !set.config.trustAssertedIdentityFrom.isEmpty, set.isTrusted(sourceIP) {
-            let asserted = request.assertedIdentities
-            var chosen: Int? = nil
-            for i in asserted.indices where asserted[i].uri.scheme == .tel { chosen = i; break }
-            if chosen == nil, !asserted.isEmpty { chosen = asserted.startIndex }
-            if let chosen {
-                identity = .assertedIdentity(chosen)
-                user = asserted[chosen].uri.userOrNumber
-                callerURI = asserted[chosen].uri
-            }
-        }
+        let identity = callerIdentity(request, set: set, sourceIP: sourceIP)
         let screening = set.screening
-        let decision = decideCall(request, caller: user, callerURI: callerURI, set: set)
-        countVerdict(decision.verdict)
-        verdictSources.add(decision)
-        countPolicy(decision)
+        let decision = decideAndCount(request, caller: identity, set: set)
 
         var response: SIPResponse
         switch decision.verdict {

@@ -10,11 +10,11 @@ extension StatsReport {
         let store = FeedRecordStore(stateDirectory: set.config.stateDirectory)
         let records = feeds.map { store.read($0.name) ?? FeedRecord(feed: $0.name) }
         func series(_ name: String, _ value: (FeedRecord) -> String) -> [String] {
-            records.map { "\(name){feed=\"\(escape($0.feed))\"} \(value($0))\n" }
+            records.map { "\(name){feed=\"\(escapeLabel($0.feed))\"} \(value($0))\n" }
         }
         return [
             ("lookupd_feed_info", "Feeds lookupd update installs: the version in force and the directory file it went into.",
-             records.map { "lookupd_feed_info{feed=\"\(escape($0.feed))\",version=\"\(escape($0.version))\",into=\"\(escape($0.into))\"} 1\n" }),
+             records.map { "lookupd_feed_info{feed=\"\(escapeLabel($0.feed))\",version=\"\(escapeLabel($0.version))\",into=\"\(escapeLabel($0.into))\"} 1\n" }),
             ("lookupd_feed_entries", "Entries in each feed's list in force.",
              series("lookupd_feed_entries") { String($0.entries) }),
             ("lookupd_feed_updated_timestamp_seconds", "When each feed's list in force was installed (Unix time).",

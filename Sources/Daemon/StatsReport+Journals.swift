@@ -4,7 +4,7 @@ extension StatsReport {
     func journalGauges() -> [(name: String, help: String, lines: [String])] {
         let directories = set.screening.directories
         func series(_ name: String, _ value: (Int) -> UInt64) -> [String] {
-            directories.indices.map { "\(name){directory=\"\(escape(directories[$0].name))\"} \(value($0))\n" }
+            directories.indices.map { "\(name){directory=\"\(escapeLabel(directories[$0].name))\"} \(value($0))\n" }
         }
         return [
             ("lookupd_journal_entries", "Numbers and prefix rules each directory's journal adds, changes or removes in force.",

@@ -62,19 +62,19 @@ struct StatsReport {
         out += "lookupd_generation \(set.generation)\n"
         header("lookupd_directory_entries", "gauge", "Numbers in each directory in force.")
         for d in set.screening.directories {
-            out += "lookupd_directory_entries{directory=\"\(escape(d.name))\"} \(d.file.count)\n"
+            out += "lookupd_directory_entries{directory=\"\(escapeLabel(d.name))\"} \(d.file.count)\n"
         }
         header("lookupd_directory_prefix_rules", "gauge", "Prefix rules in each directory in force.")
         for d in set.screening.directories {
-            out += "lookupd_directory_prefix_rules{directory=\"\(escape(d.name))\"} \(d.file.prefixRuleCount)\n"
+            out += "lookupd_directory_prefix_rules{directory=\"\(escapeLabel(d.name))\"} \(d.file.prefixRuleCount)\n"
         }
         header("lookupd_directory_version", "gauge", "Version number each directory was compiled with.")
         for d in set.screening.directories {
-            out += "lookupd_directory_version{directory=\"\(escape(d.name))\",checksum=\"\(hex(d.file.header.contentChecksum))\"} \(d.file.header.directoryVersion)\n"
+            out += "lookupd_directory_version{directory=\"\(escapeLabel(d.name))\",checksum=\"\(hex(d.file.header.contentChecksum))\"} \(d.file.header.directoryVersion)\n"
         }
         header("lookupd_contacts", "gauge", "Numbers in each contacts list in force.")
         for c in set.screening.contacts {
-            out += "lookupd_contacts{list=\"\(escape(c.name))\"} \(c.count)\n"
+            out += "lookupd_contacts{list=\"\(escapeLabel(c.name))\"} \(c.count)\n"
         }
         for family in journalGauges() {
             header(family.name, "gauge", family.help)
@@ -92,20 +92,6 @@ struct StatsReport {
         out += "lookupd_workers \(workers.count)\n"
         if let lastReloadError {
             out += "# last reload failure: \(lastReloadError.replacingNewlines())\n"
-        }
-        return out
-    }
-
-    /// A Prometheus label value: backslash, double quote and newline escaped.
-    func escape(_ s: String) -> String {
-        var out = ""
-        for c in s.unicodeScalars {
-            switch c {
-            case "\\": out += "\\\\"
-            case "\"": out += "\\\""
-            case "\n": out += "\\n"
-            default: out.unicodeScalars.append(c)
-            }
         }
         return out
     }

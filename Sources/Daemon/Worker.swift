@@ -428,8 +428,7 @@ final class TCPConnection {
     private var input: UnsafeMutableRawPointer
     private let inputCapacity: Int
     private(set) var receivedCount = 0
-    private var output: [UInt8] = []
-    private var outputStart = 0
+    private var output = PendingOutput()
     private(set) var lastActivity: Double
     private(set) var messageStarted: Double
     private(set) var peerClosed = false
@@ -448,8 +447,8 @@ final class TCPConnection {
 
     deinit { input.deallocate() }
 
-    var hasPendingOutput: Bool { outputStart < output.count }
-    var pendingOutput: Int { output.count - outputStart }
+    var hasPendingOutput: Bool { !output.isEmpty }
+    var pendingOutput: Int { output.count }
 
     /// Reads into the free space: > 0 bytes read, 0 nothing to read now, -1 error.
     func receive() -> Int {
@@ -479,25 +478,10 @@ final class TCPConnection {
         messageStarted = monotonicNow()
     }
 
-    func queue(_ bytes: UnsafeRawBufferPointer) {
-        output.append(contentsOf: bytes)
-    }
+    func queue(_ bytes: UnsafeRawBufferPointer) { output.append(bytes) }
 
-    func queue(_ bytes: [UInt8]) { output.append(contentsOf: bytes) }
+    func queue(_ bytes: [UInt8]) { output.append(bytes) }
 
     /// Writes as much pending output as the socket takes. False on a write error.
-    func flush() -> Bool {
-        while outputStart < output.count {
-            let n = output.withUnsafeBytes { write(fd, $0.baseAddress! + outputStart, $0.count - outputStart) }
-            if n > 0 { outputStart += n; continue }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 && errno == EAGAIN { break }
-            return false
-        }
-        if outputStart == output.count {
-            output.removeAll(keepingCapacity: output.capacity <= 65536)
-            outputStart = 0
-        }
-        return true
-    }
+    func flush() -> Bool { output.flush(to: fd) }
 }
