@@ -282,34 +282,7 @@ extension SIPRequest {
             w.append(value)
             return
         }
-        let params = via.parameters.text
-        let headLength = params.count > 0 ? (params.baseAddress! - value.baseAddress!) : value.count
-        w.append(value.slice(0, headLength).trimmingLWS())
-        var rport = false
-        for p in via.parameters {
-            if p.name.equalsLiteral("received") { continue }
-            w.append(";")
-            if p.name.equalsLiteral("rport") {
-                rport = true
-                w.append("rport=")
-                w.appendDecimal(Int(source.port))
-                continue
-            }
-            w.append(p.name)
-            if let v = p.value {
-                w.append("=")
-                w.append(v)
-            }
-        }
-        if force && !rport {
-            w.append(";rport=")
-            w.appendDecimal(Int(source.port))
-            rport = true
-        }
-        if rport || !via.host.equalsIgnoringCase(source.ip) {
-            w.append(";received=")
-            w.appendString(source.ip)
-        }
+        writeVia(via, of: value, source: source, addRport: force, into: &w)
     }
 }
 

@@ -289,30 +289,7 @@ extension SIPRequest {
             w.append(value)
             return
         }
-        let params = via.parameters.text
-        let headLength = params.count > 0 ? (params.baseAddress! - value.baseAddress!) : value.count
-        w.append(value.slice(0, headLength).trimmingLWS())
-        var rport = false
-        for p in via.parameters {
-            if p.name.equalsLiteral("received") { continue }
-            w.append(";")
-            if p.name.equalsLiteral("rport") {
-                rport = true
-                w.append(p.name)
-                w.append("=")
-                w.appendDecimal(Int(source.port))
-                continue
-            }
-            w.append(p.name)
-            if let v = p.value {
-                w.append("=")
-                w.append(v)
-            }
-        }
-        if rport || !via.host.equalsIgnoringCase(source.ip) {
-            w.append(";received=")
-            w.appendString(source.ip)
-        }
+        writeVia(via, of: value, source: source, addRport: false, into: &w)
     }
 
     /// A To-tag that depends only on the request's transaction identity (Call-ID, From tag, CSeq,
@@ -523,4 +500,39 @@ func isSafeURI(_ t: SIPText) -> Bool {
 func isSafeURI(_ s: String) -> Bool {
     guard !s.isEmpty, s.utf8.contains(ASCII.colon) else { return false }
     return allUTF8(s, isSafeURIByte)
+}
+
+/// The Via `via` (read from `value`) with RFC 3581 handling: `rport` (with or without a
+/// value) becomes `rport=<source port>`, also added when `addRport`; an existing `received`
+/// is dropped and `received=<source IP>` appended when rport is there or the sent-by host is
+/// not the source IP (RFC 3261 §18.2.1). Shared by responses and the proxy's forwarding.
+func writeVia(_ via: SIPVia, of value: SIPText, source: SIPSourceAddress, addRport: Bool, into w: inout ByteWriter) {
+    let params = via.parameters.text
+    let headLength = params.count > 0 ? (params.baseAddress! - value.baseAddress!) : value.count
+    w.append(value.slice(0, headLength).trimmingLWS())
+    var rport = false
+    for p in via.parameters {
+        if p.name.equalsLiteral("received") { continue }
+        w.append(";")
+        w.append(p.name)
+        if p.name.equalsLiteral("rport") {
+            rport = true
+            w.append("=")
+            w.appendDecimal(Int(source.port))
+            continue
+        }
+        if let v = p.value {
+            w.append("=")
+            w.append(v)
+        }
+    }
+    if addRport && !rport {
+        w.append(";rport=")
+        w.appendDecimal(Int(source.port))
+        rport = true
+    }
+    if rport || !via.host.equalsIgnoringCase(source.ip) {
+        w.append(";received=")
+        w.appendString(source.ip)
+    }
 }
