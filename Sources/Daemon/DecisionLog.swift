@@ -42,7 +42,7 @@ public final class LogSink: @unchecked Sendable {
     let settings: FileSettings?
     private let capacity: Int
     private let stderrFD: Int32
-    private let pending = Mutex(Pending())
+    private let pending = Locked(Pending())
     private var thread: pthread_t?
     /// Set by the writer thread as it exits.
     private let finished = Atomic<Bool>(false)

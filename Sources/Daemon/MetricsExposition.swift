@@ -130,7 +130,7 @@ final class VerdictSourceCounters: @unchecked Sendable {
 final class ServiceStatus: Sendable {
     let reloads = Atomic<Int>(0)
     let failedReloads = Atomic<Int>(0)
-    private let lastError = Mutex<String?>(nil)
+    private let lastError = Locked<String?>(nil)
     let startedAt = monotonicNow()
 
     func reloaded() {

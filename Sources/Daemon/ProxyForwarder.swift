@@ -14,7 +14,7 @@ struct PeerKey: Hashable, Sendable {
 /// Bytes for a TCP connection another worker holds.
 final class ProxyInbox: Sendable {
     let fd: Int32
-    private let items = Mutex<[(PeerKey, [UInt8])]>([])
+    private let items = Locked<[(PeerKey, [UInt8])]>([])
 
     init() throws(SystemError) {
         fd = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
@@ -50,7 +50,7 @@ final class ProxyHub: Sendable {
         var owners: [PeerKey: Int] = [:]
         var inboxes: [Int: ProxyInbox] = [:]
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func join(worker: Int, inbox: ProxyInbox) { state.withLock { $0.inboxes[worker] = inbox } }
     func leave(worker: Int) {

@@ -11,11 +11,11 @@ import Synchronization
 /// until it happens; a worker keeps its reference to the old set until it
 /// has finished the batch in hand.
 public final class CurrentSet: Sendable {
-    private let box: Mutex<ServingSet>
+    private let box: Locked<ServingSet>
     private let published: Atomic<UInt64>
 
     init(_ set: ServingSet) {
-        box = Mutex(set)
+        box = Locked(set)
         published = Atomic(set.generation)
     }
 
