@@ -188,49 +188,23 @@ public enum DirectoryUpdates {
             return DirectoryFormat.encodeValue(blocked: blocked, label: label.map(intern))
         }
 
-        let exactChanges = pending.filter { $0.key >> 56 == 0 }
-        let prefixChanges = pending.filter { $0.key >> 56 != 0 }
-        var exactKeys: [UInt64] = [], exactValues: [UInt32] = []
-        var prefixKeys: [UInt64] = [], prefixValues: [UInt32] = []
-        exactKeys.reserveCapacity(base.count + exactChanges.count)
-        exactValues.reserveCapacity(base.count + exactChanges.count)
-        var e = 0, p = 0
+        var exact = MergedSection(changes: pending.filter { $0.key >> 56 == 0 })
+        var prefixes = MergedSection(changes: pending.filter { $0.key >> 56 != 0 })
+        exact.reserve(base.count)
         // Both sides ascend by key: one merging walk (the base's exact
         // entries come first, then its prefix rules, each in key order).
         base.forEachEntry { entry in
             let key = JournalRecord.key(entry.match)
             if key >> 56 == 0 {
-                while e < exactChanges.count, exactChanges[e].key < key {
-                    if let v = value(exactChanges[e]) { exactKeys.append(exactChanges[e].key); exactValues.append(v) }
-                    e += 1
-                }
-                if e < exactChanges.count, exactChanges[e].key == key {
-                    if let v = value(exactChanges[e]) { exactKeys.append(key); exactValues.append(v) }
-                    e += 1
-                } else {
-                    exactKeys.append(key)
-                    exactValues.append(value(entry))
-                }
+                exact.merge(key: key, base: { value(entry) }, change: value)
             } else {
-                while p < prefixChanges.count, prefixChanges[p].key < key {
-                    if let v = value(prefixChanges[p]) { prefixKeys.append(prefixChanges[p].key); prefixValues.append(v) }
-                    p += 1
-                }
-                if p < prefixChanges.count, prefixChanges[p].key == key {
-                    if let v = value(prefixChanges[p]) { prefixKeys.append(key); prefixValues.append(v) }
-                    p += 1
-                } else {
-                    prefixKeys.append(key)
-                    prefixValues.append(value(entry))
-                }
+                prefixes.merge(key: key, base: { value(entry) }, change: value)
             }
         }
-        for change in exactChanges[e...] {
-            if let v = value(change) { exactKeys.append(change.key); exactValues.append(v) }
-        }
-        for change in prefixChanges[p...] {
-            if let v = value(change) { prefixKeys.append(change.key); prefixValues.append(v) }
-        }
+        exact.finish(change: value)
+        prefixes.finish(change: value)
+        let exactKeys = exact.keys, exactValues = exact.values
+        let prefixKeys = prefixes.keys, prefixValues = prefixes.values
 
         let order = labels.indices.sorted { labels[$0].lexicographicallyPrecedes(labels[$1]) }
         var remap = [UInt32](repeating: 0, count: labels.count)
@@ -247,5 +221,50 @@ public enum DirectoryUpdates {
         content.prefixKeys = prefixKeys
         content.prefixValues = prefixValues.map(remapped)
         return content
+    }
+}
+
+/// One section of a compacted directory (exact numbers, or prefix rules):
+/// the base's entries in key order with the journal's changes merged in.
+/// A change's value is nil for a removal.
+private struct MergedSection {
+    var changes: ArraySlice<JournalRecord>
+    var keys: [UInt64] = []
+    var values: [UInt32] = []
+
+    init(changes: [JournalRecord]) { self.changes = changes[...] }
+
+    mutating func reserve(_ baseCount: Int) {
+        keys.reserveCapacity(baseCount + changes.count)
+        values.reserveCapacity(baseCount + changes.count)
+    }
+
+    /// The base's entry `key`: the changes before it, then the change that
+    /// replaces or removes it, or else the entry itself. `base` is only
+    /// called when the entry is kept, so a replaced entry's label is not
+    /// carried into the new label table.
+    mutating func merge(key: UInt64, base: () -> UInt32, change value: (JournalRecord) -> UInt32?) {
+        while let change = changes.first, change.key < key {
+            append(change.key, value(change))
+            changes.removeFirst()
+        }
+        if let change = changes.first, change.key == key {
+            append(key, value(change))
+            changes.removeFirst()
+        } else {
+            append(key, base())
+        }
+    }
+
+    /// The changes after the base's last entry.
+    mutating func finish(change value: (JournalRecord) -> UInt32?) {
+        for change in changes { append(change.key, value(change)) }
+        changes = []
+    }
+
+    private mutating func append(_ key: UInt64, _ value: UInt32?) {
+        guard let value else { return }
+        keys.append(key)
+        values.append(value)
     }
 }
