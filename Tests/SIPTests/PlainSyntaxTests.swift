@@ -7,18 +7,6 @@ import XCTest
 /// hold them to that against the real library, on generated values of every shape and on
 /// mutations of them.
 final class PlainSyntaxTests: XCTestCase {
-    struct SplitMix64 {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9e37_79b9_7f4a_7c15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-            z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { n <= 0 ? 0 : Int(next() % UInt64(n)) }
-        mutating func pick<T>(_ choices: [T]) -> T { choices[below(choices.count)] }
-    }
 
     static let interesting: [UInt8] = Array("\r\n\0:;,\"<>\\% @=?[]\t()/'`~*!+.-_&$#{}|^".utf8) + [0x7F, 0xFF, 0xC3, 0x01]
 

@@ -5,17 +5,6 @@ import XCTest
 /// Mutated torture messages through everything: no crash, and nothing written that could break
 /// the line structure of a response.
 final class RobustnessTests: XCTestCase {
-    struct SplitMix64 {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9e37_79b9_7f4a_7c15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-            z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { n <= 0 ? 0 : Int(next() % UInt64(n)) }
-    }
 
     static let interesting: [UInt8] = Array("\r\n\0:;,\"<>\\% @=?[]\t".utf8) + [0x7F, 0xFF, 0xC3]
 
