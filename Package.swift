@@ -48,13 +48,19 @@ let package = Package(
         .target(name: "CFuzzer"),
         .target(name: "FuzzTargets", dependencies: ["Daemon", "Directory", "Screening", "Configuration", "TextFormats", "CFuzzer"]),
         .executableTarget(name: "lookupd-fuzz", dependencies: ["FuzzTargets", "CFuzzer"]),
-        .testTarget(name: "TextFormatsTests", dependencies: ["TextFormats"]),
-        .testTarget(name: "DirectoryTests", dependencies: ["Directory", "TextFormats"]),
-        .testTarget(name: "ScreeningTests", dependencies: ["Screening", "Directory", "Configuration"]),
-        .testTarget(name: "SIPTests", dependencies: ["SIP"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "SIP", "Screening", "Directory", "Configuration", "lookupd"]),
-        .testTarget(name: "CLITests", dependencies: ["lookupd", "Configuration"]),
-        .testTarget(name: "FeedTests", dependencies: ["Feeds", "FeedState", "Configuration", "Directory", "lookupd"]),
-        .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets"]),
+        // What every test target shares (Tests/TestSupport): the seeded
+        // generator, temporary folders, the built programs' locations, child
+        // processes that die with the test process (CTestSupport spawns them),
+        // SIP message builders, the feed server.
+        .target(name: "CTestSupport", path: "Tests/CTestSupport"),
+        .target(name: "TestSupport", dependencies: ["CTestSupport"], path: "Tests/TestSupport"),
+        .testTarget(name: "TextFormatsTests", dependencies: ["TextFormats", "TestSupport"]),
+        .testTarget(name: "DirectoryTests", dependencies: ["Directory", "TextFormats", "TestSupport"]),
+        .testTarget(name: "ScreeningTests", dependencies: ["Screening", "Directory", "Configuration", "TestSupport"]),
+        .testTarget(name: "SIPTests", dependencies: ["SIP", "TestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "SIP", "Screening", "Directory", "Configuration", "lookupd", "TestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["lookupd", "Configuration", "TestSupport"]),
+        .testTarget(name: "FeedTests", dependencies: ["Feeds", "FeedState", "Configuration", "Directory", "lookupd", "TestSupport"]),
+        .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets", "lookupd-fuzz", "TestSupport"]),
     ]
 )

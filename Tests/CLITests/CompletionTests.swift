@@ -17,14 +17,9 @@ final class CompletionTests: CLITestCase {
 
     private func lookupdShell(_ program: String) throws -> String {
         let out = file("completion-\(UUID().uuidString)")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["--norc", "--noprofile", "-c", program + " > '\(out)'"]
-        process.currentDirectoryURL = folder
-        try process.run()
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 0, program)
         defer { try? FileManager.default.removeItem(atPath: out) }
+        let result = try runCommand("/bin/bash", ["--norc", "--noprofile", "-c", program + " > '\(out)'"], folder: folder.path, timeout: 60)
+        XCTAssertEqual(result.status, 0, "\(program)\n\(result.summary)")
         return String(decoding: read(out), as: UTF8.self)
     }
 

@@ -149,10 +149,10 @@ final class JournalCommandTests: CLITestCase {
             if round % 4 == 3 {
                 compaction = try Spawned(LookupdBinary.path!, ["compact", "--config", config], folder: folder.path)
             }
-            let started = monotonic()
+            let started = monotonicSeconds()
             for entry in running.sorted(by: { ($0.killAfter ?? 9) < ($1.killAfter ?? 9) }) {
                 guard let delay = entry.killAfter else { continue }
-                let wait = started + delay - monotonic()
+                let wait = started + delay - monotonicSeconds()
                 if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
                 entry.process.kill()
             }
@@ -298,9 +298,9 @@ final class JournalCommandTests: CLITestCase {
         let expected = try screen(probes).mapValues { $0.split(separator: "|").prefix(3).joined(separator: "|") }
         let oldBase = read(directory), oldJournal = read(journal)
 
-        let timing = monotonic()
+        let timing = monotonicSeconds()
         XCTAssertEqual(try lookupd(["compact", "--config", config]).status, 0)
-        let duration = monotonic() - timing
+        let duration = monotonicSeconds() - timing
         var rng = SystemRandomNumberGenerator()
         var outcomes: [String: Int] = [:]
         for attempt in 0..<(Int(ProcessInfo.processInfo.environment["LOOKUPD_CRASH_ROUNDS"] ?? "").map { max(10, $0 / 2) } ?? 10) {
@@ -321,49 +321,24 @@ final class JournalCommandTests: CLITestCase {
 
 /// A `lookupd` process run in the background, to be killed or waited for.
 final class Spawned {
-    let process = Process()
-    private let outPath: String
-    private let errPath: String
+    let child: ChildProcess
 
     init(_ executable: String, _ arguments: [String], folder: String, environment: [String: String] = [:]) throws {
-        let id = UUID().uuidString
-        outPath = "\(folder)/spawned-\(id).out"
-        errPath = "\(folder)/spawned-\(id).err"
-        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment
-        for (k, v) in environment { env[k] = v }
-        process.environment = env
-        process.currentDirectoryURL = URL(fileURLWithPath: folder)
-        let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-        let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        try? out.close()
-        try? err.close()
+        child = try ChildProcess(executable: executable, arguments: arguments, folder: folder, name: "spawned", environment: environment)
     }
 
     /// SIGKILL, by PID, if it is still running.
-    func kill() {
-        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
-    }
+    func kill() { child.signal(SIGKILL) }
 
-    func wait() -> (status: Int32, killed: Bool, stdout: String, stderr: String) {
-        process.waitUntilExit()
-        let stdout = String(decoding: FileManager.default.contents(atPath: outPath) ?? Data(), as: UTF8.self)
-        let stderr = String(decoding: FileManager.default.contents(atPath: errPath) ?? Data(), as: UTF8.self)
-        try? FileManager.default.removeItem(atPath: outPath)
-        try? FileManager.default.removeItem(atPath: errPath)
-        return (process.terminationStatus, process.terminationReason == .uncaughtSignal, stdout, stderr)
+    /// Waits for it (two minutes at most: past that it is killed and the test fails).
+    func wait(file: StaticString = #filePath, line: UInt = #line) -> (status: Int32, killed: Bool, stdout: String, stderr: String) {
+        if !child.wait(timeout: 120) {
+            XCTFail("\(child.name) did not finish within 120 s; killed", file: file, line: line)
+            child.stop(grace: 1)
+        }
+        let result = (child.status, child.killedBySignal, child.stdout, child.stderr)
+        try? FileManager.default.removeItem(atPath: child.stdoutPath)
+        try? FileManager.default.removeItem(atPath: child.stderrPath)
+        return result
     }
-}
-
-func monotonic() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }

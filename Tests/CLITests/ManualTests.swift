@@ -7,8 +7,7 @@ import XCTest
 /// their syntax; lookupd(8) has a section for every subcommand and names
 /// every option its --help lists.
 final class ManualTests: CLITestCase {
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().path
+    static let repository = Repository.root.path
     static var manual8: String { repository + "/man/lookupd.8" }
     static var manual5: String { repository + "/man/lookupd.conf.5" }
 
@@ -80,24 +79,6 @@ final class ManualTests: CLITestCase {
 
     /// Runs a tool with output through files (a full pipe cannot block it).
     private func run(_ executable: String, _ arguments: [String], environment: [String: String]) throws -> RunResult {
-        let id = UUID().uuidString
-        let outPath = write("out-\(id)", Data()), errPath = write("err-\(id)", Data())
-        defer { for p in [outPath, errPath] { try? FileManager.default.removeItem(atPath: p) } }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment
-        for (k, v) in environment { env[k] = v }
-        process.environment = env
-        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-        let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        defer { try? output.close(); try? errors.close() }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        process.waitUntilExit()
-        return RunResult(status: process.terminationStatus, stdout: String(decoding: read(outPath), as: UTF8.self),
-                         stderr: String(decoding: read(errPath), as: UTF8.self))
+        try runCommand(executable, arguments, folder: folder.path, timeout: 120, environment: environment)
     }
 }

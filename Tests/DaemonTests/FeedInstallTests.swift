@@ -8,7 +8,7 @@ import XCTest
 /// old or the new one, and every call placed after the update returned gets the new one.
 final class FeedInstallTests: DaemonTestCase {
     func testUpdateUnderTrafficSwapsTheListWithoutLosingACall() throws {
-        let server = try FeedPublisher(root: path("www"))
+        let server = try FeedServer(root: path("www"))
         defer { server.stop() }
         try compile(Lists.directoryCSV, to: "spam.lkd")
         server.publish("spam.csv", ReloadTests.directoryV2)
@@ -76,56 +76,5 @@ final class FeedInstallTests: DaemonTestCase {
         XCTAssertTrue(rollback.stdout.contains("daemon: reloaded"), rollback.stdout)
         let rolled = peer.exchange(invite(from: "<sip:\(Caller.unknown)@pbx.example>", port: port), port: port)
         XCTAssertEqual(rolled?.statusLine, "302 Moved Temporarily")
-    }
-}
-
-/// Tests/Fixtures/feeds/feed-server.py on 127.0.0.1 (the FeedTests target has the full
-/// version of this helper); stopped by PID.
-final class FeedPublisher {
-    let root: String
-    let process = Process()
-    private(set) var port: UInt16 = 0
-
-    init(root: String) throws {
-        self.root = root
-        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        let out = root + "/../feed-server.out"
-        _ = FileManager.default.createFile(atPath: out, contents: nil)
-        let python = (["/usr/bin"] + (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init))
-            .map { $0 + "/python3" }.first { FileManager.default.isExecutableFile(atPath: $0) } ?? "/usr/bin/python3"
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [fixturesDirectory.appendingPathComponent("feeds/feed-server.py").path, root]
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
-        process.standardOutput = handle
-        process.standardError = handle
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        try? handle.close()
-        let started = eventually(timeout: 15) {
-            if let line = readText(out).split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }), let p = UInt16(line.dropFirst(5)) {
-                port = p
-                return true
-            }
-            return !process.isRunning
-        }
-        guard started, port != 0 else {
-            stop()
-            throw HarnessError.failed("the feed server did not start: \(readText(out))")
-        }
-    }
-
-    func url(_ path: String) -> String { "http://127.0.0.1:\(port)/\(path)" }
-
-    func publish(_ name: String, _ text: String) {
-        _ = FileManager.default.createFile(atPath: root + "/" + name, contents: Data(text.utf8))
-    }
-
-    func stop() {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGTERM)
-        let deadline = monotonicSeconds() + 5
-        while process.isRunning && monotonicSeconds() < deadline { usleep(10_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
     }
 }

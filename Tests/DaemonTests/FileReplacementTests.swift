@@ -148,7 +148,7 @@ final class FileReplacementTests: DaemonTestCase {
         let stage = path("stage.lkd")
         let mutator = Thread {
             defer { finished.signal() }
-            var random = SplitMix(seed: 4)
+            var random = SeededRandom(seed: 4)
             func put(_ bytes: [UInt8], inPlace: Bool) {
                 if inPlace {
                     let fd = open(configured, O_WRONLY | O_CREAT, 0o644)
@@ -238,7 +238,7 @@ final class FileReplacementTests: DaemonTestCase {
         let finished = DispatchSemaphore(value: 0)
         Thread {
             defer { finished.signal() }
-            var random = SplitMix(seed: 6)
+            var random = SeededRandom(seed: 6)
             while !stop.isStopped {
                 _ = truncate(contacts, off_t(Int.random(in: 0..<full.count, using: &random)))
                 usleep(UInt32.random(in: 0...3_000, using: &random))

@@ -41,17 +41,7 @@ final class HTTPConnectionPeer {
     private(set) var closedByPeer = false
 
     init(port: UInt16, from ip: String = "127.0.0.1") throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0, bindLoopback(fd, ip: ip, port: 0) else { throw HarnessError.failed("socket/bind \(ip)") }
-        var address = socketAddress("127.0.0.1", port)
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else {
-            let e = errno
-            close(fd)
-            throw HarnessError.failed("connect to 127.0.0.1:\(port): \(String(cString: strerror(e)))")
-        }
+        fd = try connectLoopback(to: port, from: ip)
     }
 
     private var open = true

@@ -78,7 +78,7 @@ final class HostileInputTests: DaemonTestCase {
         let daemon = try startDaemon()
         let baseline = try XCTUnwrap(Vitals(pid: daemon.pid))
         let before = try stats(daemon)
-        var random = SplitMix(seed: 8)
+        var random = SeededRandom(seed: 8)
         let torture = try FileManager.default.contentsOfDirectory(atPath: tortureDirectory.path).filter { $0.hasSuffix(".dat") }.sorted()
             .map { [UInt8](FileManager.default.contents(atPath: tortureDirectory.appendingPathComponent($0).path)!) }
         func noise(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(in: 0...255, using: &random) } }

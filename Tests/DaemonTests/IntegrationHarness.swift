@@ -4,22 +4,11 @@ import XCTest
 
 /// Kamailio (Debian package kamailio). CI installs it with scripts/install-deps.
 enum KamailioBinary {
-    static let path: String? = {
-        if let explicit = ProcessInfo.processInfo.environment["KAMAILIO_BINARY"], !explicit.isEmpty {
-            return FileManager.default.isExecutableFile(atPath: explicit) ? explicit : nil
-        }
-        for folder in ["/usr/sbin", "/usr/local/sbin", "/usr/bin"] + (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init) {
-            let candidate = folder + "/kamailio"
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        return nil
-    }()
+    static let path: String? = installedProgram("kamailio", variable: "KAMAILIO_BINARY", folders: ["/usr/sbin", "/usr/local/sbin", "/usr/bin"])
 }
 
-/// Config/examples, found from this file's path.
-let examplesDirectory: URL = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    .appendingPathComponent("Config").appendingPathComponent("examples")
+/// Config/examples.
+let examplesDirectory: URL = Repository.root.appendingPathComponent("Config/examples")
 
 /// A sipp run that plays the PBX (a UAS on its own port) and its logs.
 struct SippServer {

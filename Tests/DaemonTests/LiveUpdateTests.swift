@@ -16,6 +16,12 @@ final class LiveUpdateTests: DaemonTestCase {
         static let unlabelled = State(status: "302 Moved Temporarily", label: nil)
     }
 
+    /// What the daemon answers an INVITE from `caller`.
+    static func answer(_ caller: String, from peer: UDPPeer, _ daemon: LookupdDaemon) -> State? {
+        peer.exchange(invite(from: "<sip:\(caller)@pbx.example>", port: daemon.port), port: daemon.port)
+            .map { State(status: $0.statusLine, label: $0.header("X-Caller-Label")) }
+    }
+
     /// A change made while the senders run: the command, the caller it
     /// concerns, and that caller's answer once it is in force.
     struct Change {
@@ -114,10 +120,7 @@ final class LiveUpdateTests: DaemonTestCase {
     func testOtherDirectoryChangesWaitForAReload() throws {
         let daemon = try startDaemon(["log-level = info"])
         let peer = try UDPPeer()
-        func answer(_ caller: String) -> State? {
-            peer.exchange(invite(from: "<sip:\(caller)@pbx.example>", port: daemon.port), port: daemon.port)
-                .map { State(status: $0.statusLine, label: $0.header("X-Caller-Label")) }
-        }
+        func answer(_ caller: String) -> State? { Self.answer(caller, from: peer, daemon) }
         func eventuallyAnswers(_ caller: String, _ state: State, _ what: String, file: StaticString = #filePath, line: UInt = #line) {
             XCTAssertTrue(eventually(timeout: 1.0) { answer(caller) == state }, "\(what): \(caller) answers \(answer(caller).map(\.description) ?? "nothing")", file: file, line: line)
         }
@@ -142,10 +145,7 @@ final class LiveUpdateTests: DaemonTestCase {
     func testTornJournalRecordIsReportedOnce() throws {
         let daemon = try startDaemon(["log-level = info"])
         let peer = try UDPPeer()
-        func answer(_ caller: String) -> State? {
-            peer.exchange(invite(from: "<sip:\(caller)@pbx.example>", port: daemon.port), port: daemon.port)
-                .map { State(status: $0.statusLine, label: $0.header("X-Caller-Label")) }
-        }
+        func answer(_ caller: String) -> State? { Self.answer(caller, from: peer, daemon) }
         XCTAssertEqual(try lookupd(["add", "+8613000000011", "--label", "First", "--config", daemon.configPath]).status, 0)
         XCTAssertTrue(eventually(timeout: 1.0) { answer("+8613000000011") == .labelled("First") })
         let journal = path("main.lkd.journal")

@@ -66,6 +66,27 @@ final class UDPPeer {
     func drain() { while receive(timeout: 0.001) != nil {} }
 }
 
+/// A TCP socket bound to `ip` (a loopback address), connected to 127.0.0.1:`port`.
+func connectLoopback(to port: UInt16, from ip: String) throws -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { throw HarnessError.failed("socket: \(String(cString: strerror(errno)))") }
+    guard bindLoopback(fd, ip: ip, port: 0) else {
+        let e = errno
+        close(fd)
+        throw HarnessError.failed("bind \(ip): \(String(cString: strerror(e)))")
+    }
+    var address = socketAddress("127.0.0.1", port)
+    let rc = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard rc == 0 else {
+        let e = errno
+        close(fd)
+        throw HarnessError.failed("connect 127.0.0.1:\(port): \(String(cString: strerror(e)))")
+    }
+    return fd
+}
+
 /// A TCP connection from a loopback address to the daemon.
 final class TCPPeer {
     let fd: Int32
@@ -74,22 +95,7 @@ final class TCPPeer {
     private(set) var closedByPeer = false
 
     init(to port: UInt16, from ip: String = "127.0.0.1") throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        self.fd = fd
-        guard fd >= 0 else { throw HarnessError.failed("socket: \(String(cString: strerror(errno)))") }
-        guard bindLoopback(fd, ip: ip, port: 0) else {
-            close(fd)
-            throw HarnessError.failed("bind \(ip): \(String(cString: strerror(errno)))")
-        }
-        var address = socketAddress("127.0.0.1", port)
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else {
-            let e = errno
-            close(fd)
-            throw HarnessError.failed("connect 127.0.0.1:\(port): \(String(cString: strerror(e)))")
-        }
+        fd = try connectLoopback(to: port, from: ip)
         self.port = boundPort(fd)
     }
 
@@ -241,17 +247,6 @@ struct SIPAnswer: CustomStringConvertible {
 }
 
 // MARK: - Building requests
-
-/// Joins header lines into a message: request line, headers, empty line, body.
-/// `lineEnd` is CRLF unless a test wants otherwise.
-func sipMessage(_ lines: [String], body: String = "", lineEnd: String = "\r\n") -> [UInt8] {
-    Array((lines.joined(separator: lineEnd) + lineEnd + lineEnd + body).utf8)
-}
-
-/// Unique enough identifiers for Call-ID, tags and branches.
-func token(_ prefix: String = "") -> String {
-    prefix + String(UInt64.random(in: 0...UInt64.max), radix: 36)
-}
 
 /// An initial INVITE as a PBX sends it. `from` is the whole From value
 /// (tag added); `extra` are additional header lines.

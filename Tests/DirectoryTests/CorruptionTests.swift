@@ -122,7 +122,7 @@ final class CorruptionTests: XCTestCase {
         let path = folder.file("fuzz.lkd")
         let probes = (0..<100).map { number("+86138001\(String(format: "%05d", $0 * 3))") }
             + [number("+8617055550000"), number("+8617000000000"), number("+12125550100")]
-        var rng = SeededGenerator(seed: 42)
+        var rng = SeededRandom(seed: 42)
         for offset in 256..<good.count {
             var bytes = good
             bytes[offset] ^= UInt8.random(in: 1...255, using: &rng)

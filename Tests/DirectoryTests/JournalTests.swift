@@ -352,7 +352,7 @@ final class JournalTests: XCTestCase {
     /// Random changes: after compaction the file says exactly what file and
     /// journal said together, for every key ever touched.
     func testCompactionAgreesWithTheJournalOnRandomChanges() throws {
-        var rng = SeededGenerator(seed: 0x6A6F_7572)
+        var rng = SeededRandom(seed: 0x6A6F_7572)
         for round in 0..<6 {
             var lines: [String] = []
             for i in 0..<40 { lines.append("+86138000\(String(format: "%05d", i * 7)),\(i % 3 == 0 ? "identify" : "block"),L\(i % 5)") }

@@ -287,7 +287,7 @@ final class NormalizationTests: XCTestCase {
 
     /// Random valid numbers written in every form come back as themselves.
     func testRandomNumbersInEveryForm() {
-        var rng = SeededGenerator(seed: 0x5EED_0001)
+        var rng = SeededRandom(seed: 0x5EED_0001)
         let n = NumberNormalizer()
         for _ in 0..<2_000 {
             // Chinese mobile: 1[3-9]x xxxx xxxx.

@@ -15,7 +15,7 @@ final class PropertyTests: XCTestCase {
     ]
 
     /// A random valid E.164 number of 7 to 15 digits.
-    static func randomNumber(_ rng: inout SeededGenerator) -> UInt64 {
+    static func randomNumber(_ rng: inout SeededRandom) -> UInt64 {
         let digits = Int.random(in: 7...15, using: &rng)
         var low: UInt64 = 1
         for _ in 1..<digits { low *= 10 }
@@ -23,7 +23,7 @@ final class PropertyTests: XCTestCase {
     }
 
     func testRandomDirectory() throws {
-        var rng = SeededGenerator(seed: Self.seed)
+        var rng = SeededRandom(seed: Self.seed)
         let folder = TemporaryFolder("lookupd-property")
         defer { folder.cleanup() }
 

@@ -54,7 +54,7 @@ final class RoundTripTests: XCTestCase {
     }
 
     func testRandomRoundTrip() throws {
-        var rng = SeededGenerator(seed: 99)
+        var rng = SeededRandom(seed: 99)
         var csv = "number,action,label\n"
         let labels = ["A", "B, b", "\"C\"", "Ω", "x;y", "#tag", "long " + String(repeating: "z", count: 200)]
         var used = Set<UInt64>()

@@ -1,47 +1,7 @@
+@_exported import TestSupport
 import Foundation
 import XCTest
 @testable import Directory
-
-/// A fresh folder under the system temporary directory, removed by `cleanup()`.
-final class TemporaryFolder {
-    let url: URL
-    var path: String { url.path }
-
-    init(_ label: String = "lookupd-tests") {
-        url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("\(label)-\(getpid())-\(UUID().uuidString)", isDirectory: true)
-        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func file(_ name: String) -> String { url.appendingPathComponent(name).path }
-
-    @discardableResult
-    func write(_ name: String, _ text: String) -> String {
-        write(name, Array(text.utf8))
-    }
-
-    @discardableResult
-    func write(_ name: String, _ bytes: [UInt8]) -> String {
-        let path = file(name)
-        precondition(FileManager.default.createFile(atPath: path, contents: Data(bytes)), "cannot write \(path)")
-        return path
-    }
-
-    func cleanup() { try? FileManager.default.removeItem(at: url) }
-}
-
-/// A small deterministic PRNG (SplitMix64) so random tests reproduce.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// One in-memory source for the compiler.
 struct Source {

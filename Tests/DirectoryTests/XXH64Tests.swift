@@ -35,7 +35,7 @@ final class XXH64Tests: XCTestCase {
     }
 
     func testStreamingInOddChunksEqualsOneShot() {
-        var rng = SeededGenerator(seed: 7)
+        var rng = SeededRandom(seed: 7)
         for length in [0, 1, 3, 31, 32, 33, 100, 1000, 4099] {
             let data = (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) }
             let oneShot = XXH64.hash(data)

@@ -1,40 +1,19 @@
 import Foundation
 import XCTest
 
-/// The built `lookupd` executable: $LOOKUPD_BINARY, else next to the test bundle.
-enum LookupdBinary {
-    static let candidates: [String] = {
-        if let explicit = ProcessInfo.processInfo.environment["LOOKUPD_BINARY"], !explicit.isEmpty { return [explicit] }
-        var folders: [String] = []
-        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-            folders.append(URL(fileURLWithPath: bundle.bundlePath).deletingLastPathComponent().path)
-        }
-        var url = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
-        folders.append(url.deletingLastPathComponent().path)
-        while url.path != "/" {
-            if url.pathExtension == "xctest" { folders.append(url.deletingLastPathComponent().path) }
-            url = url.deletingLastPathComponent()
-        }
-        var seen = Set<String>()
-        return folders.filter { seen.insert($0).inserted }.map { $0 + "/lookupd" }
-    }()
-
-    static let path: String? = candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
-}
-
 /// `lookupd update` and `lookupd inspect` as an operator (or the systemd unit) runs them.
 final class FeedCommandTests: FeedTestCase {
     var configPath: String { path("lookupd.conf") }
 
-    func lookupd(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, stdout: String, stderr: String) {
+    func lookupd(_ arguments: [String], environment: [String: String] = [:]) throws -> RunResult {
         guard let binary = LookupdBinary.path else {
-            XCTFail("the lookupd executable was not found; looked at \(LookupdBinary.candidates)")
+            XCTFail(lookupdProgram.missing)
             throw FeedTestError.failed("no lookupd")
         }
         var env = ["LOOKUPD_CONFIG": configPath]
-        env.removeValue(forKey: "JOURNAL_STREAM")
         for (k, v) in environment { env[k] = v }
-        return try runProgram(binary, arguments, environment: env)
+        // Not under systemd unless a test says so (the lines would carry journald priorities).
+        return try runCommand(binary, arguments, folder: folder, environment: env, unsetting: environment["JOURNAL_STREAM"] == nil ? ["JOURNAL_STREAM"] : [])
     }
 
     func testUpdateInstallsReportsAndExitsZeroWithoutADaemon() throws {

@@ -1,3 +1,4 @@
+@_exported import TestSupport
 import Configuration
 import Directory
 import Feeds
@@ -5,145 +6,18 @@ import FeedState
 import Foundation
 import XCTest
 
-/// Tests/Fixtures/feeds, found from this file's path.
-let feedFixtures = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent().deletingLastPathComponent()
-    .appendingPathComponent("Fixtures/feeds").path
-
-/// Debian's python3 (scripts/install-deps installs it), else the first on PATH.
-let python3: String = {
-    if FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") { return "/usr/bin/python3" }
-    for folder in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
-        let candidate = "\(folder)/python3"
-        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-    }
-    return "/usr/bin/python3"
-}()
+/// Tests/Fixtures/feeds.
+let feedFixtures = fixturesDirectory.appendingPathComponent("feeds").path
 
 enum FeedTestError: Error { case failed(String) }
 
-/// Runs a program to completion; stdout and stderr go through files.
+/// Runs a program to completion (its output through files in the temporary
+/// folder); one that overruns `timeout` is killed and reported as an error.
 @discardableResult
-func runProgram(_ executable: String, _ arguments: [String], environment: [String: String] = [:], timeout: Double = 60) throws -> (status: Int32, stdout: String, stderr: String) {
-    let folder = FileManager.default.temporaryDirectory.path
-    let id = UUID().uuidString
-    let outPath = "\(folder)/feedtest-\(id).out", errPath = "\(folder)/feedtest-\(id).err"
-    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-    defer {
-        try? FileManager.default.removeItem(atPath: outPath)
-        try? FileManager.default.removeItem(atPath: errPath)
-    }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    var env = ProcessInfo.processInfo.environment
-    for (k, v) in environment { env[k] = v }
-    process.environment = env
-    let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-    let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-    process.standardInput = FileHandle.nullDevice
-    process.standardOutput = out
-    process.standardError = err
-    let done = DispatchSemaphore(value: 0)
-    process.terminationHandler = { _ in done.signal() }
-    try process.run()
-    try? out.close()
-    try? err.close()
-    if done.wait(timeout: .now() + timeout) == .timedOut {
-        kill(process.processIdentifier, SIGKILL)
-        _ = done.wait(timeout: .now() + 5)
-        throw FeedTestError.failed("\(executable) \(arguments) did not finish within \(timeout) s")
-    }
-    while process.isRunning { usleep(1000) }
-    return (process.terminationStatus,
-            String(decoding: FileManager.default.contents(atPath: outPath) ?? Data(), as: UTF8.self),
-            String(decoding: FileManager.default.contents(atPath: errPath) ?? Data(), as: UTF8.self))
-}
-
-/// One request the feed server saw.
-struct ServedRequest {
-    var path: String
-    var status: Int
-    var ifNoneMatch: String?
-    var ifModifiedSince: String?
-    var bytes: Int
-}
-
-/// Tests/Fixtures/feeds/feed-server.py on 127.0.0.1, serving the files of `root`.
-/// Stopped by PID (SIGTERM, then SIGKILL).
-final class FeedServer {
-    let root: String
-    let process = Process()
-    private(set) var port: UInt16 = 0
-    private let outPath: String
-
-    init(root: String) throws {
-        self.root = root
-        outPath = root + "/../feed-server.out"
-        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: python3)
-        process.arguments = [feedFixtures + "/feed-server.py", root]
-        let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-        process.standardOutput = out
-        process.standardError = out
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        try? out.close()
-        let deadline = Date().addingTimeInterval(15)
-        while Date() < deadline {
-            let text = String(decoding: FileManager.default.contents(atPath: outPath) ?? Data(), as: UTF8.self)
-            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }), let p = UInt16(line.dropFirst(5)) {
-                port = p
-                return
-            }
-            guard process.isRunning else { break }
-            usleep(20_000)
-        }
-        stop()
-        throw FeedTestError.failed("the feed server did not start: \(String(decoding: FileManager.default.contents(atPath: outPath) ?? Data(), as: UTF8.self))")
-    }
-
-    func url(_ path: String) -> String { "http://127.0.0.1:\(port)/\(path)" }
-
-    /// Writes a file the server serves; a new mtime each time (Last-Modified changes).
-    @discardableResult
-    func publish(_ name: String, _ text: String) -> String { publish(name, Data(text.utf8)) }
-
-    @discardableResult
-    func publish(_ name: String, _ data: Data) -> String {
-        let path = root + "/" + name
-        _ = FileManager.default.createFile(atPath: path, contents: data)
-        // Whole-second Last-Modified: move the mtime forward so a republished file is newer.
-        let bump = Date().addingTimeInterval(Double(publishCount))
-        publishCount += 1
-        try? FileManager.default.setAttributes([.modificationDate: bump], ofItemAtPath: path)
-        return path
-    }
-
-    private var publishCount = 0
-
-    var requests: [ServedRequest] {
-        let text = String(decoding: FileManager.default.contents(atPath: root + "/requests.log") ?? Data(), as: UTF8.self)
-        return text.split(separator: "\n").compactMap { line in
-            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
-            return ServedRequest(path: object["path"] as? String ?? "", status: object["status"] as? Int ?? 0,
-                                 ifNoneMatch: object["if-none-match"] as? String, ifModifiedSince: object["if-modified-since"] as? String,
-                                 bytes: object["bytes"] as? Int ?? 0)
-        }
-    }
-
-    func clearLog() { try? FileManager.default.removeItem(atPath: root + "/requests.log") }
-
-    func stop() {
-        guard process.isRunning else { return }
-        let pid = process.processIdentifier
-        kill(pid, SIGTERM)
-        let deadline = Date().addingTimeInterval(5)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning { kill(pid, SIGKILL) }
-        process.waitUntilExit()
-    }
+func runProgram(_ executable: String, _ arguments: [String], environment: [String: String] = [:], timeout: Double = 60) throws -> RunResult {
+    let result = try runCommand(executable, arguments, folder: FileManager.default.temporaryDirectory.path, timeout: timeout, environment: environment)
+    if result.timedOut { throw FeedTestError.failed("\(executable) \(arguments) did not finish within \(timeout) s") }
+    return result
 }
 
 /// Base class: a temporary folder, a feed server publishing from `folder/www`, a state
@@ -156,7 +30,7 @@ class FeedTestCase: XCTestCase {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("lkd-feed-\(UUID().uuidString.prefix(8))").path
+        folder = try makeTemporaryFolder("lkd-feed")
         try FileManager.default.createDirectory(atPath: folder + "/www", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: folder + "/state", withIntermediateDirectories: true)
         server = try FeedServer(root: folder + "/www")

@@ -53,7 +53,7 @@ final class HeaderLineScanTests: XCTestCase {
     }
 
     func testAgreesWithTheByteByByteReference() {
-        var rng = SplitMix64(state: 32)
+        var rng = SeededRandom(seed: 32)
         let alphabet: [UInt8] = [0x0A, 0x0D, 0x00, UInt8(ascii: ":"), UInt8(ascii: "a"), UInt8(ascii: " "), UInt8(ascii: "x")]
         for iteration in 0..<30_000 {
             let length = rng.below(200)

@@ -25,7 +25,7 @@ final class PlainSyntaxTests: XCTestCase {
                                ";a=b;c=d", ";tag=a b", ";", ";;", ";tag=a,b", ";expires=60"]
     static let telBodies = ["+8613800138000", "1", "12", "+1-212-555-0100;phone-context=x", "12;", "+49(0)30", "a=b", ""]
 
-    func uri(_ r: inout SplitMix64) -> String {
+    func uri(_ r: inout SeededRandom) -> String {
         let scheme = r.pick(Self.schemes)
         if scheme.lowercased() == "tel:" { return scheme + r.pick(Self.telBodies) }
         let user = r.pick(Self.users)
@@ -33,7 +33,7 @@ final class PlainSyntaxTests: XCTestCase {
         return scheme + userPart + r.pick(Self.hosts) + r.pick(Self.ports) + r.pick(Self.uriParams) + r.pick(["", "", "", "?h=1", "?"])
     }
 
-    func nameAddress(_ r: inout SplitMix64) -> String {
+    func nameAddress(_ r: inout SeededRandom) -> String {
         let u = uri(&r)
         switch r.below(4) {
         case 0: return u + r.pick(Self.headerParams)
@@ -42,7 +42,7 @@ final class PlainSyntaxTests: XCTestCase {
         }
     }
 
-    func via(_ r: inout SplitMix64) -> String {
+    func via(_ r: inout SeededRandom) -> String {
         let proto = r.pick(["SIP/2.0/UDP", "SIP/2.0/TCP", "SIP/2.0/TLS", "sip/2.0/udp", "SIP/3.0/UDP", "SIP//UDP", "SIP/2.0/",
                             "SIP/2.0", "SIP / 2.0 / UDP", "X/1/Y", "SIP/2.0/UDP/X"])
         let sep = r.pick([" ", " ", " ", "  ", "\t", ""])
@@ -52,17 +52,17 @@ final class PlainSyntaxTests: XCTestCase {
         return proto + sep + r.pick(Self.hosts) + r.pick(Self.ports) + params
     }
 
-    func callID(_ r: inout SplitMix64) -> String {
+    func callID(_ r: inout SeededRandom) -> String {
         r.pick(["lg123@127.0.0.1", "abc", "@x", "x@", "a@b@c", "a@@b", "123-456", "x y@z", "f81d4fae-7dec-11d0-a765-00a0c91e6bf6@foo.bar.com",
                 "a\u{7F}b", "\"q\"@h", "a b", "@"])
     }
 
-    func cseq(_ r: inout SplitMix64) -> String {
+    func cseq(_ r: inout SeededRandom) -> String {
         r.pick(["1 INVITE", "0 ACK", "4294967295 BYE", "1  INVITE", "1\tINVITE", "INVITE", "1", " INVITE", "x INVITE", "1 INV ITE",
                 "1 INVITE x", "01 OPTIONS", "1 foo-bar", "1 I\"x", "1 "])
     }
 
-    func mutate(_ input: [UInt8], _ r: inout SplitMix64) -> [UInt8] {
+    func mutate(_ input: [UInt8], _ r: inout SeededRandom) -> [UInt8] {
         var m = input
         for _ in 0..<(1 + r.below(3)) {
             switch r.below(4) {
@@ -77,14 +77,14 @@ final class PlainSyntaxTests: XCTestCase {
     }
 
     /// Runs `plain` and osip on many values; returns how many were plain.
-    func check(_ name: String, count: Int, seed: UInt64, generate: (inout SplitMix64) -> String,
+    func check(_ name: String, count: Int, seed: UInt64, generate: (inout SeededRandom) -> String,
                plain: (SIPText) -> Bool, osip: (UnsafePointer<CChar>) -> Bool,
                file: StaticString = #filePath, line: UInt = #line) -> (plain: Int, mutatedPlain: Int) {
         // LOOKUPD_FUZZ_ITERATIONS (a multiple of the default count here) and LOOKUPD_FUZZ_SEED allow
         // longer local runs, as in RobustnessTests.
         let env = ProcessInfo.processInfo.environment
         let count = count * max(1, (env["LOOKUPD_FUZZ_ITERATIONS"].flatMap(Int.init) ?? 0) / 20_000)
-        var r = SplitMix64(state: seed ^ (env["LOOKUPD_FUZZ_SEED"].flatMap(UInt64.init) ?? 0))
+        var r = SeededRandom(seed: seed ^ (env["LOOKUPD_FUZZ_SEED"].flatMap(UInt64.init) ?? 0))
         var plainCount = 0, mutatedPlain = 0
         var failures = 0
         for i in 0..<count {

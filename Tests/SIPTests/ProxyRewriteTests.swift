@@ -288,7 +288,7 @@ final class ProxyHostileInputTests: XCTestCase {
     func testTortureMessagesAndMutations() throws {
         let files = try FileManager.default.contentsOfDirectory(atPath: tortureDirectory.path).filter { $0.hasSuffix(".dat") }.sorted()
         XCTAssertGreaterThan(files.count, 40)
-        var generator = SplitMix(seed: 4475)
+        var generator = SeededRandom(seed: 4475)
         var forwarded = 0
         for file in files {
             let original = Array(try Data(contentsOf: tortureDirectory.appendingPathComponent(file)))
@@ -305,7 +305,7 @@ final class ProxyHostileInputTests: XCTestCase {
         let response = Array(("SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP 192.0.2.5:5060;branch=z9hG4bK-lkd0123456789abcdef01234567, "
             + "SIP/2.0/UDP 198.51.100.7:5062;branch=z9hG4bK-1;rport=5062;received=198.51.100.7\r\nVia: SIP/2.0/TCP [2001:db8::1];branch=z9hG4bK-2\r\n"
             + "From: <sip:a@x>;tag=1\r\nTo: <sip:b@y>;tag=2\r\nCall-ID: c\r\nCSeq: 1 INVITE\r\nContent-Type: application/sdp\r\nContent-Length: 8\r\n\r\nv=0\r\ns=-\r\n").utf8)
-        var generator = SplitMix(seed: 3261)
+        var generator = SeededRandom(seed: 3261)
         let parser = SIPParser()
         var out = [UInt8](repeating: 0, count: 65536)
         var relayed = 0
@@ -356,7 +356,7 @@ final class ProxyHostileInputTests: XCTestCase {
         return 1
     }
 
-    private func mutate(_ bytes: inout [UInt8], _ g: inout SplitMix) {
+    private func mutate(_ bytes: inout [UInt8], _ g: inout SeededRandom) {
         let interesting: [UInt8] = [0x0D, 0x0A, 0x00, 0x22, 0x5C, 0x3C, 0x3E, 0x2C, 0x3B, 0x3A, 0x20, 0x09, 0xFF, 0x7F]
         for _ in 0..<(1 + Int(g.next() % 4)) where !bytes.isEmpty {
             let i = Int(g.next() % UInt64(bytes.count))
@@ -367,18 +367,5 @@ final class ProxyHostileInputTests: XCTestCase {
             default: bytes[i] = UInt8(truncatingIfNeeded: g.next())
             }
         }
-    }
-}
-
-/// A small deterministic generator (splitmix64), so a failing round can be replayed.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
     }
 }

@@ -8,7 +8,7 @@ final class RobustnessTests: XCTestCase {
 
     static let interesting: [UInt8] = Array("\r\n\0:;,\"<>\\% @=?[]\t".utf8) + [0x7F, 0xFF, 0xC3]
 
-    func mutate(_ input: [UInt8], _ rng: inout SplitMix64) -> [UInt8] {
+    func mutate(_ input: [UInt8], _ rng: inout SeededRandom) -> [UInt8] {
         var m = input
         for _ in 0..<(1 + rng.below(4)) {
             switch rng.below(6) {
@@ -59,7 +59,7 @@ final class RobustnessTests: XCTestCase {
         // so a failure reproduces.
         let env = ProcessInfo.processInfo.environment
         let iterations = env["LOOKUPD_FUZZ_ITERATIONS"].flatMap(Int.init) ?? 20_000
-        var rng = SplitMix64(state: env["LOOKUPD_FUZZ_SEED"].flatMap(UInt64.init) ?? 4475)
+        var rng = SeededRandom(seed: env["LOOKUPD_FUZZ_SEED"].flatMap(UInt64.init) ?? 4475)
         let parser = SIPParser()
         let framer = SIPStreamFramer()
         var out = [UInt8](repeating: 0, count: 32768)

@@ -1,19 +1,7 @@
+@_exported import TestSupport
 import Foundation
 import XCTest
 @testable import SIP
-
-/// Tests/Fixtures, found from this file's path (no resource bundles).
-let fixturesDirectory: URL = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent()   // SIPTests
-    .deletingLastPathComponent()   // Tests
-    .appendingPathComponent("Fixtures")
-
-let tortureDirectory = fixturesDirectory.appendingPathComponent("sip-torture")
-
-/// Turns a readable message (lines joined with \n) into wire form with CRLF line ends.
-func wire(_ text: String) -> [UInt8] {
-    Array(text.replacingOccurrences(of: "\n", with: "\r\n").utf8)
-}
 
 let testSource = SIPSourceAddress(ip: "192.0.2.99", port: 40000)
 
@@ -61,15 +49,6 @@ m=audio 10000 RTP/AVP 0 8
 a=rtpmap:0 PCMU/8000
 
 """
-
-/// A message in wire form: `head` (start line and headers, \n-separated), then a
-/// Content-Length header computed from the body, the empty line and the body.
-func message(_ head: String, body: String = "", lengthHeader: String = "Content-Length") -> [UInt8] {
-    let bodyBytes = wire(body)
-    var head = head
-    if !head.hasSuffix("\n") { head += "\n" }
-    return wire(head + "\(lengthHeader): \(bodyBytes.count)\n\n") + bodyBytes
-}
 
 let asteriskInvite = message("""
 INVITE sip:+4930123456@192.0.2.10:5060 SIP/2.0

@@ -71,7 +71,7 @@ final class OverlayTests: XCTestCase {
     /// Whatever the journal holds, the overlay decides exactly as the
     /// compacted file does.
     func testOverlayAgreesWithCompactionOnRandomChanges() throws {
-        var rng = SeededGenerator(seed: 42)
+        var rng = SeededRandom(seed: 42)
         var lines = ["number,action,label"]
         for i in 0..<60 { lines.append("+86138000\(String(format: "%05d", i * 5)),\(i % 4 == 0 ? "identify" : "block"),L\(i % 3)") }
         lines += ["+86170*,block,Range", "+861380000*,identify,Wide", "+8613800001*,block,"]
@@ -118,18 +118,5 @@ final class OverlayTests: XCTestCase {
         XCTAssertEqual(loaded.warnings.count, 1)
         XCTAssertTrue(loaded.warnings[0].description.hasPrefix("\(journal): torn last record ignored: 6 bytes at offset 72"), "\(loaded.warnings)")
         XCTAssertEqual(loaded.set.decide(identity: "+8613900000001").verdict, .blocked)
-    }
-}
-
-/// SplitMix64, so random tests reproduce.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,30 +1,8 @@
+@_exported import TestSupport
 import Foundation
 import XCTest
 @testable import Directory
 @testable import Screening
-
-/// A fresh folder under the system temporary directory, removed by `cleanup()`.
-final class TemporaryFolder {
-    let url: URL
-    var path: String { url.path }
-
-    init(_ label: String = "lookupd-screening") {
-        url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("\(label)-\(getpid())-\(UUID().uuidString)", isDirectory: true)
-        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func file(_ name: String) -> String { url.appendingPathComponent(name).path }
-
-    @discardableResult
-    func write(_ name: String, _ text: String) -> String {
-        let path = file(name)
-        precondition(FileManager.default.createFile(atPath: path, contents: Data(text.utf8)), "cannot write \(path)")
-        return path
-    }
-
-    func cleanup() { try? FileManager.default.removeItem(at: url) }
-}
 
 struct TestError: Error, CustomStringConvertible {
     var description: String

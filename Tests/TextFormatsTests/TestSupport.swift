@@ -1,3 +1,4 @@
+@_exported import TestSupport
 import XCTest
 import TextFormats
 
@@ -26,16 +27,4 @@ func captureError(_ body: () throws -> Void, file: StaticString = #filePath, lin
         XCTFail("expected a TextFormatError, got \(error)", file: file, line: line)
     }
     return nil
-}
-
-/// A tiny deterministic PRNG so fuzz failures reproduce.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
