@@ -20,7 +20,7 @@ struct SippServer {
 
     var log: String { readText(logFile) }
     var report: String {
-        "PBX sipp: \(child.isRunning ? "still running" : "exit status \(child.status)")\nlog:\n\(log)\nerrors:\n\(readText(errorFile).prefix(6000))\n"
+        "PBX sipp: \(child.state)\nlog:\n\(log)\nerrors:\n\(readText(errorFile).prefix(6000))\n"
             + "messages (tail):\n\(readText(messageFile).suffix(4000))\nstdout (tail):\n\(child.stdout.suffix(2000))"
     }
 }
@@ -197,11 +197,17 @@ class IntegrationTestCase: DaemonTestCase {
         return child
     }
 
-    /// Waits for the PBX sipp to finish its calls and checks that every one matched.
-    func assertPBXSawEverything(_ pbx: SippServer, calls: Int, _ what: String, file: StaticString = #filePath, line: UInt = #line) {
-        let done = pbx.child.wait(timeout: 30)
-        XCTAssertTrue(done, "\(what): the PBX did not finish its \(calls) calls\n\(pbx.report)", file: file, line: line)
-        XCTAssertEqual(pbx.child.status, 0, "\(what)\n\(pbx.report)", file: file, line: line)
+    /// Waits (at most `timeout` seconds) for the PBX sipp to finish its calls and checks
+    /// that every one matched. A PBX still running then is a failure of this test, stopped
+    /// by PID: its status is never read while it runs.
+    func assertPBXSawEverything(_ pbx: SippServer, calls: Int, timeout: Double = 30, _ what: String,
+                                file: StaticString = #filePath, line: UInt = #line) {
+        guard pbx.child.wait(timeout: timeout) else {
+            XCTFail("\(what): the PBX did not finish its \(calls) calls within \(timeout) s\n\(pbx.report)", file: file, line: line)
+            pbx.child.stop(grace: 2)
+            return
+        }
+        XCTAssertTrue(pbx.child.exitedNormally && pbx.child.status == 0, "\(what): PBX sipp \(pbx.child.state)\n\(pbx.report)", file: file, line: line)
         let verdicts = pbx.log.split(separator: "\n").filter { $0.hasPrefix("call=") }
         XCTAssertEqual(verdicts.filter { $0.contains("verdict=want") }.count, calls, "\(what)\n\(pbx.report)", file: file, line: line)
         XCTAssertFalse(pbx.log.contains("MISMATCH"), "\(what)\n\(pbx.report)", file: file, line: line)

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import XCTest
 
 // Raw SIP over loopback sockets, and just enough response parsing to check
 // answers. Deliberately independent of Sources/SIP: the daemon's own parser
@@ -36,7 +37,7 @@ final class UDPPeer {
                 }
             }
         }
-        precondition(n == bytes.count, "sendto: \(String(cString: strerror(errno)))")
+        if n != bytes.count { XCTFail("sendto 127.0.0.1:\(port) (\(bytes.count) bytes): \(n < 0 ? String(cString: strerror(errno)) : "sent \(n)")") }
     }
 
     /// The next datagram, or nil when none arrives within `timeout` seconds.
