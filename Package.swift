@@ -7,7 +7,8 @@
 //   SIP         libosip2 confined here: bytes in, Swift values out; verdict in, bytes out
 //   Daemon      sockets, workers, reload, signals, control socket
 // plus TextFormats (CSV/JSON/vCard readers with line numbers), Configuration
-// (lookupd.conf), the thin `lookupd` CLI and the `lookupd-bench` executable.
+// (lookupd.conf), SystemCalls (the one layer every file and socket call goes
+// through), the thin `lookupd` CLI and the `lookupd-bench` executable.
 import PackageDescription
 
 let package = Package(
@@ -25,22 +26,31 @@ let package = Package(
             pkgConfig: "libosip2",
             providers: [.apt(["libosip2-dev"])]
         ),
-        .target(name: "CSupport"),
+        // SIP's C parts: the header-line scanner, the byte classes and osip's scratch arena.
+        .target(name: "CSIPLexer"),
+        // Compiler intrinsics (prefetch, relaxed counters), header-only.
+        .target(name: "CIntrinsics"),
+        // The system-call layer (docs/TESTING.md): every file and socket call goes through it,
+        // with a typed Errno, EINTR retried in one place, writeFileAtomically, readRegularFile
+        // and a fault-injection hook for tests. CSystemCalls holds the few Linux declarations
+        // Swift's Glibc module hides.
+        .target(name: "CSystemCalls"),
+        .target(name: "SystemCalls", dependencies: ["CSystemCalls"]),
         // lookupd update (docs/FEEDS.md): Debian's libcurl, zlib, libzip and libcrypto.
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CZip", path: "Sources/CZip", pkgConfig: "libzip", providers: [.apt(["libzip-dev"])]),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(name: "TextFormats"),
-        .target(name: "Directory", dependencies: ["TextFormats", "CSupport"]),
+        .target(name: "Directory", dependencies: ["TextFormats", "SystemCalls", "CIntrinsics"]),
         .target(name: "Screening", dependencies: ["Directory", "TextFormats"]),
-        .target(name: "SIP", dependencies: ["COSIP", "CSupport"]),
-        .target(name: "Configuration", dependencies: ["Directory", "Screening"]),
-        .target(name: "Daemon", dependencies: ["SIP", "Screening", "Directory", "Configuration", "CSupport", "FeedState"]),
-        // FeedState: the feed state files, read by the daemon's stats too (no Foundation, no C libraries).
-        .target(name: "FeedState"),
-        .target(name: "Feeds", dependencies: ["FeedState", "Configuration", "Directory", "TextFormats", "CCurl", "CZlib", "CZip", "CCrypto"]),
-        .executableTarget(name: "lookupd", dependencies: ["Directory", "Screening", "Configuration", "Daemon", "Feeds", "FeedState"]),
+        .target(name: "SIP", dependencies: ["COSIP", "CSIPLexer"]),
+        .target(name: "Configuration", dependencies: ["Directory", "Screening", "SystemCalls"]),
+        .target(name: "Daemon", dependencies: ["SIP", "Screening", "Directory", "Configuration", "SystemCalls", "CIntrinsics", "FeedState"]),
+        // FeedState: the feed state files, read by the daemon's stats too (no Foundation; files through SystemCalls).
+        .target(name: "FeedState", dependencies: ["SystemCalls"]),
+        .target(name: "Feeds", dependencies: ["FeedState", "Configuration", "Directory", "TextFormats", "SystemCalls", "CCurl", "CZlib", "CZip", "CCrypto"]),
+        .executableTarget(name: "lookupd", dependencies: ["Directory", "Screening", "Configuration", "Daemon", "Feeds", "FeedState", "SystemCalls"]),
         .executableTarget(name: "lookupd-bench", dependencies: ["Directory", "Screening"]),
         // Fuzzing (docs/TESTING.md): the targets are a library so the regression
         // tests replay saved inputs through the same code; scripts/fuzz builds
@@ -54,13 +64,14 @@ let package = Package(
         // SIP message builders, the feed server.
         .target(name: "CTestSupport", path: "Tests/CTestSupport"),
         .target(name: "TestSupport", dependencies: ["CTestSupport"], path: "Tests/TestSupport"),
+        .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls", "TestSupport"]),
         .testTarget(name: "TextFormatsTests", dependencies: ["TextFormats", "TestSupport"]),
-        .testTarget(name: "DirectoryTests", dependencies: ["Directory", "TextFormats", "TestSupport"]),
+        .testTarget(name: "DirectoryTests", dependencies: ["Directory", "TextFormats", "SystemCalls", "TestSupport"]),
         .testTarget(name: "ScreeningTests", dependencies: ["Screening", "Directory", "Configuration", "TestSupport"]),
-        .testTarget(name: "SIPTests", dependencies: ["SIP", "TestSupport"]),
+        .testTarget(name: "SIPTests", dependencies: ["SIP", "CSIPLexer", "TestSupport"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "SIP", "Screening", "Directory", "Configuration", "lookupd", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["lookupd", "Configuration", "TestSupport"]),
-        .testTarget(name: "FeedTests", dependencies: ["Feeds", "FeedState", "Configuration", "Directory", "lookupd", "TestSupport"]),
+        .testTarget(name: "FeedTests", dependencies: ["Feeds", "FeedState", "Configuration", "Directory", "SystemCalls", "lookupd", "TestSupport"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets", "lookupd-fuzz", "TestSupport"]),
     ]
 )

@@ -1,4 +1,5 @@
 import Directory
+import SystemCalls
 import Glibc
 
 /// A key lookupd.conf accepts, with the text the manual shows for it.
@@ -162,11 +163,19 @@ public enum ConfigParser {
         },
     ] + screeningKeys + feedKeys + operationsKeys + proxyKeys
 
-    /// Parses a config file.
+    /// The largest lookupd.conf read: a configuration is a few kilobytes.
+    public static let maxFileSize = 1 << 20
+
+    /// Parses a config file (a regular file of at most `maxFileSize` bytes: the daemon reads
+    /// it on every reload, and a FIFO or a device put in its place must fail the reload, not
+    /// hang it or fill the memory).
     public static func load(path: String) throws(Diagnostic) -> LookupdConfig {
-        let file: MappedFile
-        do { file = try MappedFile(path: path, inMemory: true) } catch { throw Diagnostic(file: path, line: 0, message: "\(error)".replacingPrefix(path + ": ", with: "")) }
-        return try parse(bytes: file.bytes, path: path)
+        let bytes: [UInt8]
+        do { bytes = try readRegularFile(path, maxBytes: maxFileSize) } catch {
+            throw Diagnostic(file: path, line: 0, message: error.description.replacingPrefix(path + ": ", with: ""))
+        }
+        let result = bytes.withUnsafeBytes { raw in Result { () throws(Diagnostic) in try parse(bytes: raw, path: path) } }
+        return try result.get()
     }
 
     public static func parse(_ text: String, path: String) throws(Diagnostic) -> LookupdConfig {

@@ -1,6 +1,7 @@
 import Directory
 import Glibc
 import Screening
+import SystemCalls
 
 /// Builds a `ScreeningSet` from a configuration: reads the contacts lists
 /// (global and per callee), opens the directories in priority order with
@@ -72,39 +73,41 @@ public enum ScreeningLoader {
         guard let format = ContactsFormat.guess(path: path) else {
             throw .contacts(Diagnostic(file: path, line: 0, message: "cannot tell the format from the file name; name it .csv or .vcf"))
         }
-        let file: MappedFile
-        do { file = try MappedFile(path: path, inMemory: true) } catch { throw .directory(error) }
-        do {
-            let parsed = try ContactList.parse(bytes: file.bytes, name: path, format: format, normalizer: normalizer)
-            warnings += parsed.warnings
-            return parsed.list
-        } catch {
+        // Read into the heap, never mapped: an operator truncating the file meanwhile must
+        // cost a refused reload, not a SIGBUS. Bounded and non-blocking (readRegularFile).
+        let bytes: [UInt8]
+        do { bytes = try readRegularFile(path, maxBytes: maxContactsFileSize) } catch {
+            throw .contacts(Diagnostic(file: path, line: 0, message: error.description.replacingPrefix(path + ": ", with: "")))
+        }
+        let parsed = bytes.withUnsafeBytes { raw in
+            Result { () throws(Diagnostic) in try ContactList.parse(bytes: raw, name: path, format: format, normalizer: normalizer) }
+        }
+        switch parsed {
+        case .success(let p):
+            warnings += p.warnings
+            return p.list
+        case .failure(let error):
             throw .contacts(error)
         }
     }
 
+    /// The largest contacts file read (about half a million contacts): the list lives in
+    /// memory, and a file growing without end must be refused, not read.
+    public static let maxContactsFileSize = 64 << 20
+
     /// The contact files of a `contacts-dir`, by callee (file stem), in name
     /// order. Hidden files and files of other kinds are left alone.
     static func contactFiles(in folder: String, warnings: inout [Diagnostic]) throws(LoadError) -> [(stem: String, path: String)] {
-        guard let dir = opendir(folder) else {
-            throw .contacts(Diagnostic(file: folder, line: 0, message: "cannot read contacts-dir: \(String(cString: strerror(errno)))"))
-        }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name.hasPrefix(".") { continue }
-            names.append(name)
+        let names: [String]
+        do { names = try FileSystem.listFolder(folder).filter { !$0.hasPrefix(".") } } catch {
+            throw .contacts(Diagnostic(file: folder, line: 0, message: "cannot read contacts-dir: \(error)"))
         }
         var files: [(stem: String, path: String)] = []
         var seen: [String: String] = [:]
         for name in names.sorted() {
             let path = folder.hasSuffix("/") ? folder + name : folder + "/" + name
             guard ContactsFormat.guess(path: name) != nil, let dot = name.lastIndex(of: ".") else { continue }
-            var st = stat()
-            guard stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
+            guard FileSystem.isRegularFile(path) else { continue }
             let stem = String(name[..<dot])
             if let earlier = seen[stem] {
                 warnings.append(Diagnostic(file: path, line: 0, message: "skipped: \(earlier) already holds the contacts of callee \(stem)"))

@@ -1,4 +1,4 @@
-import CSupport
+import SystemCalls
 import Glibc
 
 /// The control socket: a Unix stream socket taking one command line per
@@ -56,11 +56,7 @@ final class ControlServer {
     /// Serves every pending connection: reads one line (briefly), answers, closes.
     func acceptAll(_ handle: (String) -> String) {
         while true {
-            let client = lookupd_accept4(fd, nil, nil, Int32(SOCK_CLOEXEC.rawValue))
-            if client < 0 {
-                if errno == EINTR { continue }
-                return
-            }
+            guard let client = try? Socket.accept(fd) else { return }
             defer { close(client) }
             // A client that connects and says nothing, or trickles its line a
             // byte at a time, must not hang the daemon: this loop also handles

@@ -1,4 +1,4 @@
-import CSupport
+import CIntrinsics
 
 /// Every event the daemon counts. Kamailio's rule: a counter for everything
 /// that can go wrong, so an operator can see what was refused and why.

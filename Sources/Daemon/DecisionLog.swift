@@ -1,7 +1,7 @@
-import CSupport
 import Configuration
 import Glibc
 import Synchronization
+import SystemCalls
 
 /// Where the answering threads' log lines go: a bounded buffer per
 /// destination (standard error, the decision log file) that a writer
@@ -49,7 +49,7 @@ public final class LogSink: @unchecked Sendable {
     // Writer-thread state.
     private var fileFD: Int32 = -1
     private var fileSize = 0
-    private var fileIdentity: (dev_t, ino_t) = (0, 0)
+    private var fileIdentity: (UInt64, UInt64) = (0, 0)
     private var lastReopenCheck = 0.0
 
     /// - Parameter capacity: bytes buffered per destination before lines are dropped.
@@ -139,7 +139,7 @@ public final class LogSink: @unchecked Sendable {
                 return p.stopping
             }
             if !stderrChunk.isEmpty {
-                LogSink.writeAll(stderrFD, stderrChunk)
+                writeStandardError(stderrChunk)
                 stderrChunk.removeAll(keepingCapacity: stderrChunk.capacity <= 8 << 20)
             }
             if !fileChunk.isEmpty {
@@ -152,7 +152,7 @@ public final class LogSink: @unchecked Sendable {
                     defer { p.stderr = []; p.file = [] }
                     return (p.stderr, p.file)
                 }
-                if !rest.0.isEmpty { LogSink.writeAll(stderrFD, rest.0) }
+                if !rest.0.isEmpty { writeStandardError(rest.0) }
                 if !rest.1.isEmpty { writeFile(rest.1) }
                 return
             }
@@ -164,16 +164,24 @@ public final class LogSink: @unchecked Sendable {
         }
     }
 
-    @discardableResult
-    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    /// Writes `bytes`; the count written before an error stopped it (all of them without one).
+    private static func write(_ fd: Int32, _ bytes: ArraySlice<UInt8>) -> Int {
         var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return false }
-            offset += n
+        bytes.withUnsafeBytes { raw in
+            while offset < raw.count {
+                guard let n = try? FileDescriptor(rawValue: fd).write(UnsafeRawBufferPointer(rebasing: raw[offset...])), n > 0 else { return }
+                offset += n
+            }
         }
-        return true
+        return offset
+    }
+
+    /// Lines standard error did not take (journald gone, a full pipe) are counted as dropped.
+    private func writeStandardError(_ bytes: [UInt8]) {
+        let written = LogSink.write(stderrFD, bytes[...])
+        guard written < bytes.count else { return }
+        let lost = bytes[written...].withUnsafeBytes { LogSink.lines($0) }
+        pending.withLock { $0.stats.stderrDropped += lost }
     }
 
     /// Writes whole lines, rotating first when the next lines would take the
@@ -207,9 +215,11 @@ public final class LogSink: @unchecked Sendable {
                 // An empty file and still no room: this line alone exceeds the limit.
                 end = bytes[start...].firstIndex(of: 0x0A).map { $0 + 1 } ?? bytes.count
             }
-            let ok = LogSink.writeAll(fileFD, Array(bytes[start..<end]))
-            if !ok { countFileError(dropping: []) }
-            fileSize += end - start
+            let written = LogSink.write(fileFD, bytes[start..<end])
+            // A full or failing disk: the lines not written whole are lost, and counted so
+            // (lookupd_log_lines_dropped_total), not only the error.
+            if written < end - start { countFileError(dropping: Array(bytes[(start + written)..<end])) }
+            fileSize += written
             start = end
         }
     }
@@ -224,13 +234,14 @@ public final class LogSink: @unchecked Sendable {
 
     private func openFile() throws(SystemError) {
         guard let settings else { return }
-        let fd = open(settings.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o640)
-        guard fd >= 0 else { throw SystemError("log-file \(settings.path)") }
-        var st = stat()
-        fstat(fd, &st)
-        fileFD = fd
-        fileSize = Int(st.st_size)
-        fileIdentity = (st.st_dev, st.st_ino)
+        let fd: FileDescriptor
+        do { fd = try FileDescriptor.open(settings.path, O_WRONLY | O_APPEND | O_CREAT, permissions: 0o640) } catch {
+            throw SystemError("log-file \(settings.path)", error.rawValue)
+        }
+        let st = try? fd.status()
+        fileFD = fd.rawValue
+        fileSize = Int(st?.size ?? 0)
+        fileIdentity = (st?.device ?? 0, st?.inode ?? 0)
     }
 
     /// PATH -> PATH.1 -> ... -> PATH.KEEP (the oldest removed), then a fresh PATH.
@@ -239,15 +250,18 @@ public final class LogSink: @unchecked Sendable {
         close(fileFD)
         fileFD = -1
         if settings.keep == 0 {
-            unlink(settings.path)
+            FileSystem.removeIfPresent(settings.path)
         } else {
-            unlink("\(settings.path).\(settings.keep)")
+            FileSystem.removeIfPresent("\(settings.path).\(settings.keep)")
             var k = settings.keep - 1
             while k >= 1 {
-                rename("\(settings.path).\(k)", "\(settings.path).\(k + 1)")
+                // Older files may not exist yet (ENOENT): that is no error.
+                try? FileSystem.rename("\(settings.path).\(k)", to: "\(settings.path).\(k + 1)")
                 k -= 1
             }
-            rename(settings.path, "\(settings.path).1")
+            do { try FileSystem.rename(settings.path, to: "\(settings.path).1") } catch {
+                pending.withLock { $0.stats.fileErrors += 1 }
+            }
         }
         pending.withLock { $0.stats.rotations += 1 }
         do { try openFile() } catch { fileFD = -1 }
@@ -260,8 +274,8 @@ public final class LogSink: @unchecked Sendable {
         let now = monotonicNow()
         guard now - lastReopenCheck >= 1 else { return }
         lastReopenCheck = now
-        var st = stat()
-        if stat(settings.path, &st) != 0 || st.st_dev != fileIdentity.0 || st.st_ino != fileIdentity.1 {
+        let st = FileSystem.statusIfPresent(settings.path)
+        if st == nil || st!.device != fileIdentity.0 || st!.inode != fileIdentity.1 {
             if fileFD >= 0 { close(fileFD); fileFD = -1 }
             do { try openFile() } catch { pending.withLock { $0.stats.fileErrors += 1 } }
         }

@@ -1,4 +1,4 @@
-import CSupport
+import SystemCalls
 import Configuration
 import Directory
 import Glibc
@@ -46,16 +46,16 @@ final class HTTPListener: @unchecked Sendable {
         self.metrics = metrics
         set = current.get()
         listenFD = try ListenSocket.open(address, reusePort: false)
-        epfd = epoll_create1(Int32(EPOLL_CLOEXEC))
-        wakeFD = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
+        epfd = (try? Poll.create()) ?? -1
+        wakeFD = (try? Poll.makeEventCounter()) ?? -1
         guard epfd >= 0, wakeFD >= 0 else {
             close(listenFD)
             if epfd >= 0 { close(epfd) }
             if wakeFD >= 0 { close(wakeFD) }
             throw SystemError("epoll/eventfd for the HTTP listener")
         }
-        watch(listenFD, EPOLLIN.rawValue, add: true)
-        watch(wakeFD, EPOLLIN.rawValue, add: true)
+        watch(listenFD, Poll.readable, add: true)
+        watch(wakeFD, Poll.readable, add: true)
     }
 
     deinit {
@@ -67,25 +67,21 @@ final class HTTPListener: @unchecked Sendable {
 
     var boundPort: UInt16 { ListenSocket.boundPort(listenFD) }
 
-    func wake() {
-        var one: UInt64 = 1
-        _ = write(wakeFD, &one, 8)
-    }
+    func wake() { Poll.post(wakeFD) }
 
     private func watch(_ fd: Int32, _ events: UInt32, add: Bool) {
-        var event = epoll_event(events: events, data: epoll_data_t(fd: fd))
-        epoll_ctl(epfd, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &event)
+        if add { Poll.add(epfd, fd, events) } else { Poll.modify(epfd, fd, events) }
     }
 
     func run() {
-        var events = [epoll_event](repeating: epoll_event(), count: 64)
+        var events = [PollEvent](repeating: PollEvent(), count: 64)
         var lastSweep = monotonicNow()
         while !stopFlag.isSet {
-            let n = events.withUnsafeMutableBufferPointer { epoll_wait(epfd, $0.baseAddress, 64, 1000) }
+            let n = Poll.wait(epfd, &events, timeout: 1000)
             if current.generation != set.generation { set = current.get() }
             if n > 0 {
                 for i in 0..<Int(n) {
-                    let fd = events[i].data.fd
+                    let fd = events[i].descriptor
                     if fd == wakeFD { continue }
                     if fd == listenFD { accept(); continue }
                     if let connection = connections[fd] { serve(connection, events: events[i].events) }
@@ -104,14 +100,8 @@ final class HTTPListener: @unchecked Sendable {
     private func accept() {
         while true {
             var storage = sockaddr_storage()
-            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let fd = withUnsafeMutablePointer(to: &storage) { p in
-                p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    lookupd_accept4(listenFD, $0, &length, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
-                }
-            }
-            if fd < 0 {
-                if errno == EINTR || errno == ECONNABORTED { continue }
+            let fd: Int32
+            do { fd = try Socket.accept(listenFD, address: &storage, flags: Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)) } catch {
                 return
             }
             if connections.count >= set.config.operations.httpMaxConnections {
@@ -121,7 +111,7 @@ final class HTTPListener: @unchecked Sendable {
                 let body = "too many HTTP connections\n"
                 let bytes = Array((HTTPListener.head(503, "Service Unavailable", contentType: "text/plain; charset=utf-8",
                                                      length: body.utf8.count, keepAlive: false) + body).utf8)
-                _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                bytes.withUnsafeBytes { _ = try? FileDescriptor(rawValue: fd).write($0) }
                 Glibc.shutdown(fd, Int32(SHUT_WR))
                 close(fd)
                 continue
@@ -132,7 +122,7 @@ final class HTTPListener: @unchecked Sendable {
             counters.open.store(connections.count, ordering: .relaxed)
             counters.add(.accepted)
             if !connection.allowed { counters.add(.refusedACL) }
-            watch(fd, EPOLLIN.rawValue | EPOLLRDHUP.rawValue, add: true)
+            watch(fd, Poll.readable | Poll.peerClosed, add: true)
         }
     }
 
@@ -142,9 +132,9 @@ final class HTTPListener: @unchecked Sendable {
     }
 
     private func serve(_ c: HTTPConnection, events: UInt32) {
-        if events & EPOLLERR.rawValue != 0 { drop(c, .closedError); return }
+        if events & Poll.error != 0 { drop(c, .closedError); return }
         let arrivedAt = monotonicNanoseconds()
-        if events & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue) != 0 && !c.peerClosed {
+        if events & (Poll.readable | Poll.peerClosed | Poll.hangUp) != 0 && !c.peerClosed {
             switch c.receive() {
             case .error: drop(c, .closedError); return
             case .closed: c.peerClosed = true
@@ -180,10 +170,10 @@ final class HTTPListener: @unchecked Sendable {
 
     private func updateInterest(_ c: HTTPConnection) {
         var events: UInt32 = 0
-        if c.hasPendingOutput { events |= EPOLLOUT.rawValue }
+        if c.hasPendingOutput { events |= Poll.writable }
         // A client that pipelines without reading its answers is not read from until it does;
         // one that has closed its side is not watched for input (it would be reported forever).
-        if c.pendingOutput < HTTPListener.outputHighWater && !c.peerClosed { events |= EPOLLIN.rawValue | EPOLLRDHUP.rawValue }
+        if c.pendingOutput < HTTPListener.outputHighWater && !c.peerClosed { events |= Poll.readable | Poll.peerClosed }
         if events != c.interest {
             c.interest = events
             watch(c.fd, events, add: false)
@@ -192,7 +182,7 @@ final class HTTPListener: @unchecked Sendable {
 
     private func drop(_ c: HTTPConnection, _ reason: HTTPCounters.Event?) {
         if let reason { counters.add(reason) }
-        epoll_ctl(epfd, EPOLL_CTL_DEL, c.fd, nil)
+        Poll.remove(epfd, c.fd)
         close(c.fd)
         connections[c.fd] = nil
         counters.open.store(connections.count, ordering: .relaxed)
@@ -343,7 +333,7 @@ final class HTTPConnection {
     var shutDown = false
     /// The peer closed its side (read returned 0).
     var peerClosed = false
-    var interest = EPOLLIN.rawValue | EPOLLRDHUP.rawValue
+    var interest = Poll.readable | Poll.peerClosed
 
     init(fd: Int32, allowed: Bool, now: Double) {
         self.fd = fd
@@ -368,7 +358,10 @@ final class HTTPConnection {
     func receive() -> Received {
         while receivedCount < input.count {
             let space = input.count - receivedCount
-            let n = input.withUnsafeMutableBytes { read(fd, $0.baseAddress! + receivedCount, space) }
+            let n: Int
+            do { n = try input.withMutableBytes { (raw) throws(Errno) in try FileDescriptor(rawValue: fd).read(into: UnsafeMutableRawBufferPointer(rebasing: raw[receivedCount...])) } } catch {
+                return error == .wouldBlock ? .data : .error
+            }
             if n > 0 {
                 let now = monotonicNow()
                 if receivedCount == 0 { requestStarted = now }
@@ -377,10 +370,7 @@ final class HTTPConnection {
                 if n < space { return .data }
                 continue
             }
-            if n == 0 { return .closed }
-            if errno == EINTR { continue }
-            if errno == EAGAIN { return .data }
-            return .error
+            return .closed
         }
         return .data
     }

@@ -1,5 +1,6 @@
 import Configuration
 import Glibc
+import SystemCalls
 
 /// Log lines for journald: each starts with the sd-daemon priority prefix
 /// `<N>` (3 error ... 7 debug), which journald turns into the priority and
@@ -89,13 +90,8 @@ public struct LogBuffer {
             return
         }
         guard !bytes.isEmpty else { return }
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }  // stderr gone: nothing sensible left to do with a log line
-            offset += n
-        }
+        // stderr gone: nothing sensible left to do with a log line.
+        try? FileDescriptor(rawValue: fd).writeAll(bytes)
         bytes.removeAll(keepingCapacity: true)
     }
 

@@ -1,4 +1,4 @@
-import CSupport
+import CIntrinsics
 import Configuration
 import Glibc
 import Screening

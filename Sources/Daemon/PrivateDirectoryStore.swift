@@ -1,7 +1,7 @@
-import CSupport
 import Configuration
 import Directory
 import Glibc
+import SystemCalls
 
 /// Serves directories from private, unnamed copies in the state directory.
 ///
@@ -25,6 +25,8 @@ final class PrivateDirectoryStore {
     }
 
     let folder: String
+    /// Asked between copy steps: true once the daemon is stopping.
+    var cancelled: () -> Bool = { false }
     private var cache: [String: (identity: Identity, file: DirectoryFile)] = [:]
 
     init(folder: String) {
@@ -33,38 +35,39 @@ final class PrivateDirectoryStore {
 
     /// Checks that the state directory exists and takes unnamed files.
     func prepare() throws(DirectoryError) {
-        var st = stat()
-        if stat(folder, &st) != 0 {
-            if errno == ENOENT, mkdir(folder, 0o750) == 0 { return }
-            throw .system(path: folder, operation: "use the state directory", errno: errno)
+        if let st = FileSystem.statusIfPresent(folder) {
+            guard st.isDirectory else { throw .system(path: folder, operation: "use the state directory", errno: ENOTDIR) }
+        } else {
+            do { try FileSystem.makeFolder(folder) } catch {
+                throw .system(path: folder, operation: "use the state directory", errno: error.rawValue)
+            }
+            return
         }
-        guard (st.st_mode & S_IFMT) == S_IFDIR else { throw .system(path: folder, operation: "use the state directory", errno: ENOTDIR) }
         let fd = try createUnnamed()
-        close(fd)
+        fd.close()
     }
 
     /// The verified private copy of `config.path`, reusing the last one when
-    /// the file has not changed.
+    /// the file has not changed. The header is judged on the operator's file
+    /// before a byte is copied: a FIFO, a device, a huge sparse file or
+    /// anything else that is not a directory costs one read of 256 bytes.
     func open(_ config: DirectoryConfig) throws(DirectoryError) -> DirectoryFile {
         let path = config.path
-        // O_NONBLOCK: opening a FIFO put at the path would otherwise wait
-        // for a writer, and the reload with it (fstat then refuses it).
-        let source = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard source >= 0 else { throw .system(path: path, operation: "open", errno: errno) }
-        defer { close(source) }
-        var st = stat()
-        guard fstat(source, &st) == 0 else { throw .system(path: path, operation: "stat", errno: errno) }
-        guard (st.st_mode & S_IFMT) == S_IFREG else { throw .corrupt(path: path, reason: "not a regular file") }
-        let identity = Identity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), size: Int64(st.st_size),
-                                mtime: st.st_mtim.tv_sec, mtimeNanos: st.st_mtim.tv_nsec,
-                                ctime: st.st_ctim.tv_sec, ctimeNanos: st.st_ctim.tv_nsec)
+        // Non-blocking: a FIFO put at the path would otherwise wait for a writer, and the
+        // reload with it.
+        let source: FileDescriptor
+        let st: FileStatus
+        do { (source, st) = try openRegularFile(path, maxBytes: Int.max) } catch { throw DirectoryError(error) }
+        defer { source.close() }
+        let identity = Identity(st)
         if let cached = cache[path], cached.identity == identity { return cached.file }
+        _ = try DirectoryFile.readHeader(descriptor: source, path: path)
 
         let copy = try createUnnamed()
-        defer { close(copy) }
-        try copyAll(from: source, to: copy, size: Int(st.st_size), path: path)
+        defer { copy.close() }
+        try copyAll(from: source, to: copy, size: Int(st.size), path: path)
         // Messages name the operator's file, not the copy.
-        let file = try DirectoryFile(descriptor: copy, path: path)
+        let file = try DirectoryFile(descriptor: copy.rawValue, path: path)
         try file.verify()
         cache[path] = (identity, file)
         return file
@@ -75,11 +78,7 @@ final class PrivateDirectoryStore {
 
     /// The identity of the file at `path` now; nil when it cannot be stat'ed.
     static func currentIdentity(_ path: String) -> Identity? {
-        var st = stat()
-        guard stat(path, &st) == 0 else { return nil }
-        return Identity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), size: Int64(st.st_size),
-                        mtime: st.st_mtim.tv_sec, mtimeNanos: st.st_mtim.tv_nsec,
-                        ctime: st.st_ctim.tv_sec, ctimeNanos: st.st_ctim.tv_nsec)
+        FileSystem.statusIfPresent(path).map(Identity.init)
     }
 
     /// Drops cached copies not named by the set now in use.
@@ -88,54 +87,63 @@ final class PrivateDirectoryStore {
         cache = cache.filter { keep.contains($0.key) }
     }
 
-    private func createUnnamed() throws(DirectoryError) -> Int32 {
-        // O_TMPFILE is a macro Swift does not import: __O_TMPFILE | O_DIRECTORY.
-        let oTmpfile: Int32 = 0o20000000 | O_DIRECTORY
-        var fd = Glibc.open(folder, oTmpfile | O_RDWR | O_CLOEXEC, 0o600)
-        if fd < 0, errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL {
+    private func createUnnamed() throws(DirectoryError) -> FileDescriptor {
+        do {
+            return try FileDescriptor.openUnnamed(in: folder)
+        } catch let error where error == .notSupported || error == .isADirectory || error == .invalidArgument {
             // A file system without O_TMPFILE: a named file, unlinked at once.
             var template = Array((folder + "/.lookupd-copy-XXXXXX").utf8CString)
-            fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-            if fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-            if fd >= 0 { template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) } }
+            let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+            guard fd >= 0 else { throw .system(path: folder, operation: "create a private copy in the state directory", errno: errno) }
+            let descriptor = FileDescriptor(rawValue: fd)
+            descriptor.setCloseOnExec()
+            template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+            return descriptor
+        } catch {
+            throw .system(path: folder, operation: "create a private copy in the state directory", errno: error.rawValue)
         }
-        guard fd >= 0 else { throw .system(path: folder, operation: "create a private copy in the state directory", errno: errno) }
-        return fd
     }
 
-    private func copyAll(from source: Int32, to target: Int32, size: Int, path: String) throws(DirectoryError) {
+    /// Copies in steps of `chunk` bytes, checking `cancelled` between them: a stop request
+    /// must not wait for gigabytes to be copied.
+    static let chunk = 64 << 20
+
+    private func copyAll(from source: FileDescriptor, to target: FileDescriptor, size: Int, path: String) throws(DirectoryError) {
         var done = 0
         var useRange = true
         var buffer = [UInt8]()
         while done < size {
+            if cancelled() { throw .system(path: path, operation: "copy into \(folder) (stopping)", errno: ECANCELED) }
             if useRange {
-                let n = lookupd_copy_file_range(source, target, UInt(size - done))
-                if n > 0 { done += n; continue }
-                if n == 0 { break }  // the file shrank while we copied; verification will say so
-                if errno == EINTR { continue }
-                if errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL {
+                do {
+                    let n = try source.copyRange(to: target, count: min(size - done, PrivateDirectoryStore.chunk))
+                    if n == 0 { break }  // the file shrank while we copied; verification will say so
+                    done += n
+                    continue
+                } catch where error == .crossDevice || error == .notImplemented || error == .notSupported || error == .invalidArgument {
                     useRange = false
                     buffer = [UInt8](repeating: 0, count: 1 << 20)
                     continue
+                } catch {
+                    throw .system(path: path, operation: "copy into \(folder)", errno: error.rawValue)
                 }
-                throw .system(path: path, operation: "copy into \(folder)", errno: errno)
             }
-            let n = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .system(path: path, operation: "read", errno: errno)
+            let n: Int
+            do { n = try buffer.withMutableBytes { (raw) throws(Errno) in try source.read(into: raw) } } catch {
+                throw .system(path: path, operation: "read", errno: error.rawValue)
             }
             if n == 0 { break }
-            var written = 0
-            while written < n {
-                let w = buffer.withUnsafeBytes { write(target, $0.baseAddress! + written, n - written) }
-                if w < 0 {
-                    if errno == EINTR { continue }
-                    throw .system(path: folder, operation: "write a private copy", errno: errno)
-                }
-                written += w
+            do { try buffer.withBytes { (raw) throws(Errno) in try target.writeAll(UnsafeRawBufferPointer(rebasing: raw[0..<n])) } } catch {
+                throw .system(path: folder, operation: "write a private copy", errno: error.rawValue)
             }
             done += n
         }
+    }
+}
+
+extension PrivateDirectoryStore.Identity {
+    init(_ st: FileStatus) {
+        self.init(device: st.device, inode: st.inode, size: st.size, mtime: st.modified.tv_sec, mtimeNanos: st.modified.tv_nsec,
+                  ctime: st.changed.tv_sec, ctimeNanos: st.changed.tv_nsec)
     }
 }

@@ -1,4 +1,4 @@
-import CSupport
+import SystemCalls
 import Configuration
 import Glibc
 import SIP
@@ -17,7 +17,7 @@ final class ProxyInbox: Sendable {
     private let items = Locked<[(PeerKey, [UInt8])]>([])
 
     init() throws(SystemError) {
-        fd = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
+        fd = (try? Poll.makeEventCounter()) ?? -1
         guard fd >= 0 else { throw SystemError("eventfd for the proxy inbox") }
     }
 
@@ -25,13 +25,11 @@ final class ProxyInbox: Sendable {
 
     func post(_ bytes: [UInt8], to key: PeerKey) {
         items.withLock { $0.append((key, bytes)) }
-        var one: UInt64 = 1
-        _ = write(fd, &one, 8)
+        Poll.post(fd)
     }
 
     func take() -> [(PeerKey, [UInt8])] {
-        var value: UInt64 = 0
-        _ = read(fd, &value, 8)
+        Poll.drain(fd)
         return items.withLock { list in
             let taken = list
             list.removeAll()
@@ -146,8 +144,7 @@ final class ProxyForwarder {
             }
             udpFD = fd
             via.port = ListenSocket.boundPort(fd)
-            var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(fd: fd))
-            epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event)
+            Poll.add(epfd, fd, Poll.readable)
         } else {
             // The sent-by of a stream is where we accept connections (§18.2.2: the upstream
             // may connect there to deliver a response if our connection is gone).
@@ -161,8 +158,7 @@ final class ProxyForwarder {
         context = ProxyContext(upstreamVia: via, ownAddresses: own, ownHosts: hosts, branchKey: branchKey,
                                upstreamHost: upstream.host, upstreamAvailable: true)
         ProxyHub.shared.join(worker: worker, inbox: inbox)
-        var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(fd: inbox.fd))
-        epoll_ctl(epfd, EPOLL_CTL_ADD, inbox.fd, &event)
+        Poll.add(epfd, inbox.fd, Poll.readable)
     }
 
     deinit {
@@ -259,13 +255,10 @@ final class ProxyForwarder {
     private func sendDatagram(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, to key: PeerKey) -> Bool {
         guard bytes.count <= 65507 else { return false }
         var (storage, length) = SocketAddress.make(key.ip, key.port)
-        while true {
-            let n = withUnsafePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT), $0, length) }
-            }
-            if n >= 0 { return true }
-            if errno != EINTR { return false }
+        let sent = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { try? Socket.send(fd, bytes, to: $0, length: length) }
         }
+        return sent != nil
     }
 
     // MARK: - Toward the upstream
@@ -273,16 +266,15 @@ final class ProxyForwarder {
     private func sendUpstream(_ bytes: UnsafeRawBufferPointer, fallback: UnsafeRawBufferPointer, reply: Reply) {
         if udpFD >= 0 {
             guard bytes.count <= 65507 else { counters.add(.responseTooLarge); return }
-            var n: Int
-            repeat { n = Glibc.send(udpFD, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT)) } while n < 0 && errno == EINTR
-            if n >= 0 {
+            do {
+                _ = try Socket.send(udpFD, bytes)
                 counters.add(.proxyForwardedRequests)
                 if !fallback.isEmpty { rememberFallback(fallback, reply: reply) }
-            } else if errno == ECONNREFUSED {
+            } catch where error == .connectionRefused {
                 // An ICMP error for an earlier datagram: nothing listens there now.
                 if !fallback.isEmpty { rememberFallback(fallback, reply: reply) }
                 markDown(.proxyUpstreamUnreachable)
-            } else {
+            } catch {
                 counters.add(.proxyUpstreamSendErrors)
             }
             return
@@ -331,7 +323,7 @@ final class ProxyForwarder {
         }
         guard let tcp, fd == tcp.fd else { return }
         if tcp.state == .connecting {
-            if flags & (EPOLLOUT.rawValue | EPOLLERR.rawValue | EPOLLHUP.rawValue) == 0 { return }
+            if flags & (Poll.writable | Poll.error | Poll.hangUp) == 0 { return }
             if tcp.finishConnecting(epfd: epfd) {
                 counters.add(.proxyUpstreamConnected)
                 if !tcp.flushIfConnected(epfd: epfd) { connectionLost() }
@@ -341,8 +333,8 @@ final class ProxyForwarder {
             }
             return
         }
-        if flags & EPOLLOUT.rawValue != 0, !tcp.flushIfConnected(epfd: epfd) { connectionLost(); return }
-        guard flags & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 else { return }
+        if flags & Poll.writable != 0, !tcp.flushIfConnected(epfd: epfd) { connectionLost(); return }
+        guard flags & (Poll.readable | Poll.peerClosed | Poll.hangUp | Poll.error) != 0 else { return }
         let open = tcp.receive { bytes in
             handleFromUpstream(bytes, transport: .tcp, responder: &responder, set: set, log: &log)
         }
@@ -351,10 +343,9 @@ final class ProxyForwarder {
 
     private func receiveUDP(responder: inout Responder, set: ServingSet, log: inout LogBuffer) {
         for _ in 0..<64 {
-            let n = recv(udpFD, receiveBuffer.baseAddress, receiveBuffer.count, Int32(MSG_DONTWAIT) | Int32(MSG_TRUNC))
-            if n < 0 {
-                if errno == EINTR { continue }
-                if errno == ECONNREFUSED { markDown(.proxyUpstreamUnreachable); continue }
+            let n: Int
+            do { n = try Socket.receive(udpFD, into: receiveBuffer, flags: Int32(MSG_DONTWAIT) | Int32(MSG_TRUNC)) } catch {
+                if error == .connectionRefused { markDown(.proxyUpstreamUnreachable); continue }
                 return
             }
             let length = min(n, receiveBuffer.count)
@@ -376,7 +367,7 @@ final class ProxyForwarder {
             // Refusals go back the way the request came.
             let answer = UnsafeRawBufferPointer(rebasing: out[0..<n])
             if udpFD >= 0 {
-                _ = Glibc.send(udpFD, answer.baseAddress, answer.count, Int32(MSG_DONTWAIT))
+                _ = try? Socket.send(udpFD, answer)
             } else if let tcp {
                 tcp.queue(answer, fallback: nil)
                 if !tcp.flushIfConnected(epfd: epfd) { connectionLost() }
@@ -411,9 +402,7 @@ final class ProxyForwarder {
         counters.add(.proxyProbesSent)
         let probe = UnsafeRawBufferPointer(rebasing: side[0..<n])
         if udpFD >= 0 {
-            var sent: Int
-            repeat { sent = Glibc.send(udpFD, probe.baseAddress, probe.count, Int32(MSG_DONTWAIT)) } while sent < 0 && errno == EINTR
-            if sent < 0 && errno == ECONNREFUSED { markDown(.proxyUpstreamUnreachable) }
+            do { _ = try Socket.send(udpFD, probe) } catch where error == .connectionRefused { markDown(.proxyUpstreamUnreachable) } catch {}
         } else if let tcp {
             if tcp.state == .closed {
                 switch tcp.open(epfd: epfd) {

@@ -1,4 +1,4 @@
-import CSupport
+import SystemCalls
 import Configuration
 import Directory
 import Glibc
@@ -68,16 +68,14 @@ public final class Service {
         raiseFileLimit()
         // The daemon never execs anything; with this (the unit also sets
         // NoNewPrivileges=) nothing running in it could gain privileges.
-        _ = lookupd_no_new_privileges()
+        ProcessSettings.forbidNewPrivileges()
 
         // Workers inherit this mask, so only the control loop sees the signals.
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        for s in [SIGHUP, SIGTERM, SIGINT, SIGUSR1] { sigaddset(&signals, s) }
-        pthread_sigmask(SIG_BLOCK, &signals, nil)
-        let signalFD = signalfd(-1, &signals, Int32(SFD_NONBLOCK) | Int32(SFD_CLOEXEC))
-        guard signalFD >= 0 else { throw ServiceError("signalfd: \(String(cString: strerror(errno)))") }
-        defer { close(signalFD) }
+        let signals: SignalDescriptor
+        do { signals = try SignalDescriptor(blocking: [SIGHUP, SIGTERM, SIGINT, SIGUSR1]) } catch {
+            throw ServiceError("signalfd: \(error)")
+        }
+        defer { signals.close() }
 
         do {
             control = try ControlServer(path: config.controlSocket)
@@ -141,7 +139,7 @@ public final class Service {
         logger.notice("serving on \(addresses) with \(count) worker\(count == 1 ? "" : "s") (mode \(config.mode.rawValue)); control socket \(config.controlSocket)")
         notifier.send("READY=1\nSTATUS=serving on \(addresses)\nMAINPID=\(getpid())")
 
-        controlLoop(signalFD: signalFD)
+        controlLoop(signals: signals)
 
         notifier.send("STOPPING=1\nSTATUS=stopping")
         stop.set()
@@ -155,22 +153,18 @@ public final class Service {
         return 0
     }
 
-    private func controlLoop(signalFD: Int32) {
-        let epfd = epoll_create1(Int32(EPOLL_CLOEXEC))
+    private func controlLoop(signals: SignalDescriptor) {
+        let epfd = (try? Poll.create()) ?? -1
         defer { close(epfd) }
-        var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(fd: signalFD))
-        epoll_ctl(epfd, EPOLL_CTL_ADD, signalFD, &event)
-        if let control {
-            event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(fd: control.fd))
-            epoll_ctl(epfd, EPOLL_CTL_ADD, control.fd, &event)
-        }
+        Poll.add(epfd, signals.fd, Poll.readable)
+        if let control { Poll.add(epfd, control.fd, Poll.readable) }
         let watchdog = notifier.watchdogInterval.map { $0 / 2 }
         var lastPing = monotonicNow()
         var lastJournalPoll = monotonicNow()
-        var events = [epoll_event](repeating: epoll_event(), count: 8)
+        var events = [PollEvent](repeating: PollEvent(), count: 8)
         while true {
             let timeout = Int32(min(watchdog ?? 1.0, JournalWatcher.interval) * 1000)
-            let n = events.withUnsafeMutableBufferPointer { epoll_wait(epfd, $0.baseAddress, 8, timeout) }
+            let n = Poll.wait(epfd, &events, timeout: timeout)
             if let watchdog, monotonicNow() - lastPing >= watchdog {
                 notifier.send("WATCHDOG=1")
                 lastPing = monotonicNow()
@@ -181,15 +175,14 @@ public final class Service {
             }
             guard n > 0 else { continue }
             for i in 0..<Int(n) {
-                let fd = events[i].data.fd
-                if fd == signalFD {
-                    var info = signalfd_siginfo()
-                    while read(signalFD, &info, MemoryLayout<signalfd_siginfo>.size) == MemoryLayout<signalfd_siginfo>.size {
-                        switch Int32(info.ssi_signo) {
+                let fd = events[i].descriptor
+                if fd == signals.fd {
+                    for signal in signals.pending() {
+                        switch signal {
                         case SIGHUP:
                             _ = reload(trigger: "SIGHUP")
                         case SIGTERM, SIGINT:
-                            logger.notice("received \(info.ssi_signo == UInt32(SIGTERM) ? "SIGTERM" : "SIGINT"), stopping")
+                            logger.notice("received \(signal == SIGTERM ? "SIGTERM" : "SIGINT"), stopping")
                             return
                         default:
                             break

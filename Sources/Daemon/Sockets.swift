@@ -1,4 +1,4 @@
-import CSupport
+import SystemCalls
 import Configuration
 import Glibc
 
@@ -171,11 +171,13 @@ struct PendingOutput {
     /// Writes as much as `fd` takes now. False on a write error.
     mutating func flush(to fd: Int32) -> Bool {
         while start < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + start, $0.count - start) }
-            if n > 0 { start += n; continue }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 && errno == EAGAIN { break }
-            return false
+            let n: Int
+            do { n = try bytes.withBytes { (raw) throws(Errno) in try FileDescriptor(rawValue: fd).write(UnsafeRawBufferPointer(rebasing: raw[start...])) } } catch {
+                if error == .wouldBlock { break }
+                return false
+            }
+            if n == 0 { return false }
+            start += n
         }
         if start == bytes.count {
             // A buffer that grew for one burst is not kept for the connection's life.

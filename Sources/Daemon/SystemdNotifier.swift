@@ -1,4 +1,4 @@
-import CSupport
+import SystemCalls
 import Glibc
 
 /// The sd_notify protocol without libsystemd: one datagram per message to

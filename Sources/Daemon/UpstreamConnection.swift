@@ -1,4 +1,4 @@
-import CSupport
+import SystemCalls
 import Configuration
 import Glibc
 import SIP
@@ -39,9 +39,8 @@ final class UpstreamConnection {
         connectStarted = monotonicNow()
         buffers = TCPConnection(fd: socketFD, ip: upstream.host, port: upstream.port, capacity: maxMessageSize, now: monotonicNow())
         state = rc == 0 ? .connected : .connecting
-        let events = EPOLLIN.rawValue | EPOLLRDHUP.rawValue | (state == .connecting ? EPOLLOUT.rawValue : 0)
-        var event = epoll_event(events: events, data: epoll_data_t(fd: socketFD))
-        epoll_ctl(epfd, EPOLL_CTL_ADD, socketFD, &event)
+        let events = Poll.readable | Poll.peerClosed | (state == .connecting ? Poll.writable : 0)
+        Poll.add(epfd, socketFD, events)
         return state == .connected ? .connected : .connecting
     }
 
@@ -66,9 +65,8 @@ final class UpstreamConnection {
         guard state == .connected, let buffers else { return state != .closed }
         if !buffers.flush() { return false }
         if buffers.pendingOutput > TCPConnection.maxPendingOutput { return false }
-        let events = EPOLLIN.rawValue | EPOLLRDHUP.rawValue | (buffers.hasPendingOutput ? EPOLLOUT.rawValue : 0)
-        var event = epoll_event(events: events, data: epoll_data_t(fd: fd))
-        epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &event)
+        let events = Poll.readable | Poll.peerClosed | (buffers.hasPendingOutput ? Poll.writable : 0)
+        Poll.modify(epfd, fd, events)
         return true
     }
 
@@ -104,7 +102,7 @@ final class UpstreamConnection {
     func close(epfd: Int32? = nil) -> [([UInt8], ProxyForwarder.Reply)] {
         let owed = state == .connecting ? fallbacks : []
         if fd >= 0 {
-            if let epfd { epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nil) }
+            if let epfd { Poll.remove(epfd, fd) }
             Glibc.close(fd)
         }
         fd = -1

@@ -1,4 +1,4 @@
-import CSupport
+import SystemCalls
 import Configuration
 import Glibc
 import SIP
@@ -76,8 +76,8 @@ final class Worker: @unchecked Sendable {
     private let names: UnsafeMutablePointer<sockaddr_storage>
     private let inVectors: UnsafeMutablePointer<iovec>
     private let outVectors: UnsafeMutablePointer<iovec>
-    private let inMessages: UnsafeMutablePointer<lookupd_mmsghdr>
-    private let outMessages: UnsafeMutablePointer<lookupd_mmsghdr>
+    private let inMessages: UnsafeMutablePointer<MessageHeader>
+    private let outMessages: UnsafeMutablePointer<MessageHeader>
 
     init(index: Int, current: CurrentSet, stopFlag: StopFlag, listen: [ListenAddress], toTagKey: UInt64,
          logSink: LogSink? = nil) throws(SystemError) {
@@ -102,15 +102,15 @@ final class Worker: @unchecked Sendable {
         inMessages = .allocate(capacity: Worker.batch)
         outMessages = .allocate(capacity: Worker.batch)
 
-        epfd = epoll_create1(Int32(EPOLL_CLOEXEC))
-        wakeFD = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
+        epfd = (try? Poll.create()) ?? -1
+        wakeFD = (try? Poll.makeEventCounter()) ?? -1
         guard epfd >= 0, wakeFD >= 0 else { throw SystemError("epoll/eventfd for worker \(index)") }
-        watch(wakeFD, EPOLLIN.rawValue)
+        watch(wakeFD, Poll.readable)
         do {
             for address in listen {
                 let fd = try ListenSocket.open(address, reusePort: true)
                 if address.transport == .udp { udpSockets.append(fd) } else { tcpListeners.append(fd) }
-                watch(fd, EPOLLIN.rawValue)
+                watch(fd, Poll.readable)
             }
         } catch {
             closeAll()
@@ -153,20 +153,15 @@ final class Worker: @unchecked Sendable {
     }
 
     private func watch(_ fd: Int32, _ events: UInt32) {
-        var event = epoll_event(events: events, data: epoll_data_t(fd: fd))
-        epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event)
+        Poll.add(epfd, fd, events)
     }
 
     private func rewatch(_ fd: Int32, _ events: UInt32) {
-        var event = epoll_event(events: events, data: epoll_data_t(fd: fd))
-        epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &event)
+        Poll.modify(epfd, fd, events)
     }
 
     /// Wakes the worker from epoll_wait (used to stop it).
-    func wake() {
-        var one: UInt64 = 1
-        _ = write(wakeFD, &one, 8)
-    }
+    func wake() { Poll.post(wakeFD) }
 
     /// The ports actually bound, for tests that listen on port 0.
     var boundUDPPorts: [UInt16] { udpSockets.map(ListenSocket.boundPort) }
@@ -175,17 +170,17 @@ final class Worker: @unchecked Sendable {
     // MARK: - Loop
 
     func run() {
-        var events = [epoll_event](repeating: epoll_event(), count: 64)
+        var events = [PollEvent](repeating: PollEvent(), count: 64)
         var lastSweep = monotonicNow()
         while !stopFlag.isSet {
-            let n = events.withUnsafeMutableBufferPointer { epoll_wait(epfd, $0.baseAddress, 64, 1000) }
+            let n = Poll.wait(epfd, &events, timeout: 1000)
             if current.generation != set.generation {
                 set = current.get()
                 log = LogBuffer(level: set.config.logLevel, sink: logSink)
             }
             if n > 0 {
                 for i in 0..<Int(n) {
-                    let fd = events[i].data.fd
+                    let fd = events[i].descriptor
                     let flags = events[i].events
                     if fd == wakeFD { continue }
                     if udpSockets.contains(fd) {
@@ -217,13 +212,13 @@ final class Worker: @unchecked Sendable {
         for _ in 0..<16 {
             for i in 0..<Worker.batch {
                 inVectors[i] = iovec(iov_base: inBuffers + i * inSlot, iov_len: inSlot)
-                inMessages[i] = lookupd_mmsghdr()
+                inMessages[i] = MessageHeader()
                 inMessages[i].msg_hdr.msg_name = UnsafeMutableRawPointer(names + i)
                 inMessages[i].msg_hdr.msg_namelen = socklen_t(MemoryLayout<sockaddr_storage>.size)
                 inMessages[i].msg_hdr.msg_iov = inVectors + i
                 inMessages[i].msg_hdr.msg_iovlen = 1
             }
-            let received = lookupd_recvmmsg(fd, inMessages, UInt32(Worker.batch), Int32(MSG_DONTWAIT))
+            let received = Socket.receiveBatch(fd, inMessages, count: Worker.batch, flags: Int32(MSG_DONTWAIT))
             if received <= 0 { return }
             let receivedAt = monotonicNanoseconds()
             var replies = 0
@@ -248,7 +243,7 @@ final class Worker: @unchecked Sendable {
                 guard answer > 0 else { continue }
                 if answer > 65507 { counters.add(.responseTooLarge); continue }
                 outVectors[replies] = iovec(iov_base: out.baseAddress, iov_len: answer)
-                outMessages[replies] = lookupd_mmsghdr()
+                outMessages[replies] = MessageHeader()
                 outMessages[replies].msg_hdr.msg_name = UnsafeMutableRawPointer(names + i)
                 outMessages[replies].msg_hdr.msg_namelen = names[i].ss_family == sa_family_t(AF_INET)
                     ? socklen_t(MemoryLayout<sockaddr_in>.size) : socklen_t(MemoryLayout<sockaddr_in6>.size)
@@ -259,7 +254,7 @@ final class Worker: @unchecked Sendable {
             var sent = 0
             var attempts = 0
             while sent < replies {
-                let n = lookupd_sendmmsg(fd, outMessages + sent, UInt32(replies - sent), 0)
+                let n = Socket.sendBatch(fd, outMessages + sent, count: replies - sent, flags: 0)
                 if n > 0 { sent += Int(n); continue }
                 if n < 0 && errno == EINTR { continue }
                 attempts += 1
@@ -281,14 +276,8 @@ final class Worker: @unchecked Sendable {
     private func accept(_ listener: Int32) {
         while true {
             var storage = sockaddr_storage()
-            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let fd = withUnsafeMutablePointer(to: &storage) { p in
-                p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    lookupd_accept4(listener, $0, &length, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
-                }
-            }
-            if fd < 0 {
-                if errno == EINTR || errno == ECONNABORTED { continue }
+            let fd: Int32
+            do { fd = try Socket.accept(listener, address: &storage, flags: Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)) } catch {
                 return  // EAGAIN, or EMFILE: try again on the next event
             }
             if connections.count >= set.config.tcpMaxConnections {
@@ -305,17 +294,17 @@ final class Worker: @unchecked Sendable {
                 ProxyHub.shared.connected(PeerKey(ip: ip, port: port), worker: index)
             }
             counters.add(.tcpAccepted)
-            watch(fd, EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
+            watch(fd, Poll.readable | Poll.peerClosed)
         }
     }
 
     private func serveTCP(_ fd: Int32, flags: UInt32) {
         guard let connection = connections[fd] else { return }
-        if flags & EPOLLOUT.rawValue != 0 {
+        if flags & Poll.writable != 0 {
             if !connection.flush() { drop(connection, .tcpClosedUnread); return }
-            if !connection.hasPendingOutput { rewatch(fd, EPOLLIN.rawValue | EPOLLRDHUP.rawValue) }
+            if !connection.hasPendingOutput { rewatch(fd, Poll.readable | Poll.peerClosed) }
         }
-        guard flags & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 else { return }
+        guard flags & (Poll.readable | Poll.peerClosed | Poll.hangUp | Poll.error) != 0 else { return }
         let framer = SIPStreamFramer(maxMessageSize: maxMessageSize)
         var open = true
         let receivedAt = monotonicNanoseconds()
@@ -368,7 +357,7 @@ final class Worker: @unchecked Sendable {
             if !connection.flush() { drop(connection, .tcpClosedUnread); return }
             latency.observe(.tcp, nanoseconds: monotonicNanoseconds() &- receivedAt, count: answered)
             if connection.pendingOutput > TCPConnection.maxPendingOutput { drop(connection, .tcpClosedUnread); return }
-            if connection.hasPendingOutput { rewatch(fd, EPOLLIN.rawValue | EPOLLOUT.rawValue | EPOLLRDHUP.rawValue) }
+            if connection.hasPendingOutput { rewatch(fd, Poll.readable | Poll.writable | Poll.peerClosed) }
             if connection.peerClosed && !connection.hasPendingOutput { drop(connection, nil) }
         } else {
             _ = connection.flush()
@@ -378,7 +367,7 @@ final class Worker: @unchecked Sendable {
 
     private func drop(_ connection: TCPConnection, _ reason: Counter?) {
         if let reason { counters.add(reason) }
-        epoll_ctl(epfd, EPOLL_CTL_DEL, connection.fd, nil)
+        Poll.remove(epfd, connection.fd)
         close(connection.fd)
         connections[connection.fd] = nil
         if proxy != nil {
@@ -396,7 +385,7 @@ final class Worker: @unchecked Sendable {
         // Never dropped here: serveTCP may be in the middle of this connection. A failed or
         // partial write is left to the EPOLLOUT path, which drops a broken connection.
         if !connection.flush() || connection.hasPendingOutput {
-            rewatch(fd, EPOLLIN.rawValue | EPOLLOUT.rawValue | EPOLLRDHUP.rawValue)
+            rewatch(fd, Poll.readable | Poll.writable | Poll.peerClosed)
         }
         return true
     }
@@ -454,7 +443,10 @@ final class TCPConnection {
     func receive() -> Int {
         let space = inputCapacity - receivedCount
         if space == 0 { return 0 }
-        let n = read(fd, input + receivedCount, space)
+        let n: Int
+        do { n = try FileDescriptor(rawValue: fd).read(into: UnsafeMutableRawBufferPointer(start: input + receivedCount, count: space)) } catch {
+            return error == .wouldBlock ? 0 : -1
+        }
         if n > 0 {
             let now = monotonicNow()
             if receivedCount == 0 { messageStarted = now }
@@ -462,9 +454,8 @@ final class TCPConnection {
             lastActivity = now
             return n
         }
-        if n == 0 { peerClosed = true; return 0 }
-        if errno == EAGAIN || errno == EINTR { return 0 }
-        return -1
+        peerClosed = true
+        return 0
     }
 
     func withReceived<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {

@@ -1,5 +1,6 @@
-import CSupport
+import CIntrinsics
 import Glibc
+import SystemCalls
 
 /// What a directory says about one number.
 public struct DirectoryEntry: Equatable, Sendable {
@@ -37,10 +38,10 @@ public final class DirectoryFile: @unchecked Sendable {
     /// section bounds against the file size. It does not read the content
     /// (O(1)); call `verify()` before serving from it.
     public convenience init(path: String) throws(DirectoryError) {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .system(path: path, operation: "open", errno: errno) }
-        defer { close(fd) }
-        try self.init(descriptor: fd, path: path)
+        let fd: FileDescriptor
+        do { fd = try FileDescriptor.open(path, O_RDONLY) } catch { throw .system(path: path, operation: "open", errno: error.rawValue) }
+        defer { fd.close() }
+        try self.init(descriptor: fd.rawValue, path: path)
     }
 
     /// Maps an already open file (the daemon's private copy). `path` is
@@ -90,19 +91,29 @@ public final class DirectoryFile: @unchecked Sendable {
     /// Reads and checks only the header of the file at `path` (with pread,
     /// no mapping): enough to tell what a file is before deciding to load it.
     public static func readHeader(path: String) throws(DirectoryError) -> DirectoryHeader {
-        // O_NONBLOCK: a FIFO put in the file's place must not hang the caller.
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { throw .system(path: path, operation: "open", errno: errno) }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw .system(path: path, operation: "stat", errno: errno) }
-        guard (st.st_mode & S_IFMT) == S_IFREG else { throw .corrupt(path: path, reason: "not a regular file") }
+        // Non-blocking open: a FIFO put in the file's place must not hang the caller.
+        let fd: FileDescriptor
+        do { fd = try openRegularFile(path, maxBytes: Int.max).0 } catch { throw DirectoryError(error) }
+        defer { fd.close() }
+        return try readHeader(descriptor: fd, path: path)
+    }
+
+    /// The checked header of an open file (its size from fstat): magic, version, header
+    /// checksum, size and section bounds, before anything else of the file is read or copied.
+    public static func readHeader(descriptor fd: FileDescriptor, path: String) throws(DirectoryError) -> DirectoryHeader {
+        let status: FileStatus
+        do { status = try fd.status() } catch { throw .system(path: path, operation: "stat", errno: error.rawValue) }
+        guard status.isRegular else { throw .corrupt(path: path, reason: "not a regular file") }
         var head = [UInt8](repeating: 0, count: DirectoryFormat.headerSize)
-        let got = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-        guard got >= 0 else { throw .system(path: path, operation: "read", errno: errno) }
+        let got: Int
+        do {
+            got = try head.withMutableBytes { (raw) throws(Errno) in try fd.readFully(into: raw, at: 0) }
+        } catch {
+            throw .system(path: path, operation: "read", errno: error.rawValue)
+        }
         let result = head.withUnsafeBytes { raw in
             Result { () throws(DirectoryError) in
-                try DirectoryHeader.decode(UnsafeRawBufferPointer(rebasing: raw[0..<got]), actualSize: Int(st.st_size), path: path)
+                try DirectoryHeader.decode(UnsafeRawBufferPointer(rebasing: raw[0..<got]), actualSize: Int(status.size), path: path)
             }
         }
         return try result.get()

@@ -1,4 +1,5 @@
 import Glibc
+import SystemCalls
 
 /// The content of a directory, ready to be written: exact entries strictly
 /// ascending by number, prefix rules strictly ascending by (length, digits),
@@ -67,39 +68,31 @@ public enum DirectoryWriter {
             throw .tooLarge("\(path): too many entries for one directory file")
         }
 
-        let (folder, name) = splitPath(path)
-        let temporary = folder + "/." + name + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let fd = Glibc.open(temporary, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw .system(path: temporary, operation: "create", errno: errno) }
-        var committed = false
-        defer {
-            if fd >= 0 { close(fd) }
-            if !committed { unlink(temporary) }
-        }
-        // Reserve the blocks first: a full disk must be an error here, not a
-        // SIGBUS while writing through the mapping.
-        let rc = posix_fallocate(fd, 0, off_t(layout.fileSize))
-        guard rc == 0 else { throw .system(path: temporary, operation: "allocate \(layout.fileSize) bytes", errno: rc) }
-        guard let mapped = mmap(nil, layout.fileSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), mapped != MAP_FAILED else {
-            throw .system(path: temporary, operation: "map", errno: errno)
-        }
-        defer { munmap(mapped, layout.fileSize) }
-        memset(mapped, 0, layout.fileSize)
+        do throws(SystemCallError) {
+            try writeFileAtomically(path) { (fd, temporary) throws(SystemCallError) in
+                // Reserve the blocks first: a full disk must be an error here, not a
+                // SIGBUS while writing through the mapping.
+                do throws(Errno) { try fd.allocate(layout.fileSize) } catch {
+                    throw SystemCallError(path: temporary, operation: "allocate \(layout.fileSize) bytes", errno: error)
+                }
+                let mapped: UnsafeMutableRawPointer
+                do throws(Errno) { mapped = try fd.map(size: layout.fileSize, writable: true) } catch {
+                    throw SystemCallError(path: temporary, operation: "map", errno: error)
+                }
+                defer { munmap(mapped, layout.fileSize) }
+                memset(mapped, 0, layout.fileSize)
 
-        var header = fill(mapped, layout: layout, content: content, labelDataSize: labelDataSize, progress: progress)
-        header.contentChecksum = XXH64.hash(UnsafeRawBufferPointer(start: mapped + DirectoryFormat.headerSize,
-                                                                   count: layout.fileSize - DirectoryFormat.headerSize))
-        let headerBytes = header.encoded()
-        headerBytes.withUnsafeBytes { mapped.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-
-        guard msync(mapped, layout.fileSize, MS_SYNC) == 0 else { throw .system(path: temporary, operation: "sync", errno: errno) }
-        guard fsync(fd) == 0 else { throw .system(path: temporary, operation: "fsync", errno: errno) }
-        guard rename(temporary, path) == 0 else { throw .system(path: path, operation: "rename \(temporary) to", errno: errno) }
-        committed = true
-        let dirFD = Glibc.open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dirFD >= 0 {
-            defer { close(dirFD) }
-            guard fsync(dirFD) == 0 else { throw .system(path: folder, operation: "fsync", errno: errno) }
+                var header = fill(mapped, layout: layout, content: content, labelDataSize: labelDataSize, progress: progress)
+                header.contentChecksum = XXH64.hash(UnsafeRawBufferPointer(start: mapped + DirectoryFormat.headerSize,
+                                                                           count: layout.fileSize - DirectoryFormat.headerSize))
+                let headerBytes = header.encoded()
+                headerBytes.withUnsafeBytes { mapped.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+                do throws(Errno) { try syncMapping(mapped, size: layout.fileSize) } catch {
+                    throw SystemCallError(path: temporary, operation: "sync", errno: error)
+                }
+            }
+        } catch {
+            throw DirectoryError(error)
         }
     }
 

@@ -1,4 +1,5 @@
 import Glibc
+import SystemCalls
 
 /// Follows a journal as it grows: each `poll` reads only the bytes added
 /// since the last one, and starts over when the file was replaced
@@ -44,36 +45,35 @@ public final class JournalFollower {
     /// state read so far stays as it was.
     @discardableResult
     public func poll() throws(JournalError) -> Update {
-        // O_NONBLOCK: a FIFO put in the journal's place must not hang the daemon.
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        if fd < 0 {
-            guard errno == ENOENT else { throw .system(path: path, operation: "open", errno: errno) }
-            return noJournal()
+        // Non-blocking, regular files only, size-bounded: a FIFO, a device or a huge file
+        // put in the journal's place must not hang the daemon or fill its memory.
+        let fd: FileDescriptor
+        let st: FileStatus
+        do { (fd, st) = try openRegularFile(path, maxBytes: JournalFormat.maxFileSize) } catch {
+            if error.reason == .errno(.noSuchFile) { return noJournal() }
+            throw JournalError(error)
         }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw .system(path: path, operation: "stat", errno: errno) }
-        guard (st.st_mode & S_IFMT) == S_IFREG else { throw .invalid("\(path): not a regular file") }
-        if Int(st.st_size) < JournalFormat.headerSize {
+        defer { fd.close() }
+        if Int(st.size) < JournalFormat.headerSize {
             // A journal being created (its header not written yet) holds no
             // records; anything else this short is not a journal.
-            var head = [UInt8](repeating: 0, count: min(Int(st.st_size), JournalFormat.magic.count))
-            let got = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-            guard got >= 0, head.prefix(got).elementsEqual(JournalFormat.magic.prefix(got)) else { throw .notAJournal(path: path) }
+            var head = [UInt8](repeating: 0, count: min(Int(st.size), JournalFormat.magic.count))
+            let got = try read(fd, into: &head, at: 0)
+            guard head.prefix(got).elementsEqual(JournalFormat.magic.prefix(got)) else { throw .notAJournal(path: path) }
             return noJournal()
         }
-        let now = Identity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), size: Int64(st.st_size),
-                           mtime: st.st_mtim.tv_sec, mtimeNanos: st.st_mtim.tv_nsec,
-                           ctime: st.st_ctim.tv_sec, ctimeNanos: st.st_ctim.tv_nsec)
+        let now = Identity(device: st.device, inode: st.inode, size: st.size,
+                           mtime: st.modified.tv_sec, mtimeNanos: st.modified.tv_nsec,
+                           ctime: st.changed.tv_sec, ctimeNanos: st.changed.tv_nsec)
         // With a tail pending, look again every time: truncate-and-append can
         // leave size and (coarse) timestamps as they were.
         if now == identity && tail == nil { return Update() }
-        let size = Int(st.st_size)
+        let size = Int(st.size)
 
         if let known = identity, known.device == now.device, known.inode == now.inode, size >= end, state.journalID != 0 {
             // Same file: check it still has the header we read, then read on.
             var head = [UInt8](repeating: 0, count: JournalFormat.headerSize)
-            let got = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+            let got = try read(fd, into: &head, at: 0)
             if got == JournalFormat.headerSize,
                let header = try? JournalFormat.decodeHeader(head[...], path: path),
                header.journalID == state.journalID, header.baseSequence == state.baseSequence {
@@ -118,7 +118,7 @@ public final class JournalFollower {
         return update
     }
 
-    private func readRecords(_ fd: Int32, from offset: Int, size: Int) throws(JournalError) -> Update {
+    private func readRecords(_ fd: FileDescriptor, from offset: Int, size: Int) throws(JournalError) -> Update {
         var update = Update()
         guard size > offset else {
             update.newTail = reportTail(nil)
@@ -126,14 +126,7 @@ public final class JournalFollower {
             return update
         }
         var bytes = [UInt8](repeating: 0, count: size - offset)
-        var got = 0
-        while got < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, $0.count - got, off_t(offset + got)) }
-            if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw .system(path: path, operation: "read", errno: errno) }
-            if n == 0 { break }
-            got += n
-        }
+        let got = try read(fd, into: &bytes, at: offset)
         var added = state
         let scanned = bytes.withUnsafeBytes { raw in
             JournalFormat.scan(UnsafeRawBufferPointer(rebasing: raw[0..<got]), base: offset,
@@ -148,17 +141,17 @@ public final class JournalFollower {
         return update
     }
 
-    private func readAll(_ fd: Int32, size: Int) throws(JournalError) -> [UInt8] {
+    private func readAll(_ fd: FileDescriptor, size: Int) throws(JournalError) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: size)
-        var got = 0
-        while got < size {
-            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, $0.count - got, off_t(got)) }
-            if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw .system(path: path, operation: "read", errno: errno) }
-            if n == 0 { break }
-            got += n
-        }
+        let got = try read(fd, into: &bytes, at: 0)
         return Array(bytes.prefix(got))
+    }
+
+    /// Fills `bytes` from `offset` (fewer at the end of the file): the count read.
+    private func read(_ fd: FileDescriptor, into bytes: inout [UInt8], at offset: Int) throws(JournalError) -> Int {
+        do { return try bytes.withMutableBytes { (raw) throws(Errno) in try fd.readFully(into: raw, at: offset) } } catch {
+            throw .system(path: path, operation: "read", errno: error.rawValue)
+        }
     }
 
     private func classifyTail(_ scanned: JournalFormat.ScanEnd, _ rest: ArraySlice<UInt8>) throws(JournalError) -> JournalTail? {
@@ -197,7 +190,7 @@ public final class JournalFollower {
 /// the next append must start where the last good record ended.
 public final class LockedJournal {
     public let path: String
-    private let fd: Int32
+    private let fd: FileDescriptor
     public private(set) var state: JournalState
     /// A torn record found and cut off when the journal was opened.
     public private(set) var discardedTail: JournalTail?
@@ -209,51 +202,47 @@ public final class LockedJournal {
     /// `create` is set; nil when there is none and `create` is not set.
     public static func open(path: String, create: Bool) throws(JournalError) -> LockedJournal? {
         while true {
-            let fd = Glibc.open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK | (create ? O_CREAT : 0), 0o644)
-            if fd < 0 {
-                if errno == ENOENT && !create { return nil }
-                throw .system(path: path, operation: create ? "open or create" : "open", errno: errno)
-            }
-            while flock(fd, LOCK_EX) != 0 {
-                if errno == EINTR { continue }
-                let e = errno
-                close(fd)
-                throw .system(path: path, operation: "lock", errno: e)
+            let fd: FileDescriptor
+            do { fd = try FileDescriptor.open(path, O_RDWR | O_NONBLOCK | (create ? O_CREAT : 0), permissions: 0o644) } catch {
+                if error == .noSuchFile && !create { return nil }
+                throw .system(path: path, operation: create ? "open or create" : "open", errno: error.rawValue)
             }
             // Compaction renames a new journal over the path while others
             // wait for the lock on the old one: whoever then gets the old
             // one must start again on the new one, or its record is lost.
-            var held = stat(), named = stat()
-            guard fstat(fd, &held) == 0 else {
-                let e = errno
-                close(fd)
-                throw .system(path: path, operation: "stat", errno: e)
+            let held: FileStatus
+            do {
+                try fd.lockExclusively()
+                held = try fd.status()
+            } catch {
+                fd.close()
+                throw .system(path: path, operation: "lock", errno: error.rawValue)
             }
-            guard (held.st_mode & S_IFMT) == S_IFREG else {
-                close(fd)
-                throw .invalid("\(path): not a regular file")
+            guard held.isRegular, held.size <= Int64(JournalFormat.maxFileSize) else {
+                fd.close()
+                throw .invalid(held.isRegular ? "\(path): larger than \(JournalFormat.maxFileSize) bytes" : "\(path): not a regular file")
             }
-            if stat(path, &named) != 0 {
-                let e = errno
-                close(fd)
-                guard e == ENOENT else { throw .system(path: path, operation: "stat", errno: e) }
+            let named: FileStatus
+            do { named = try FileSystem.status(path) } catch {
+                fd.close()
+                guard error == .noSuchFile else { throw .system(path: path, operation: "stat", errno: error.rawValue) }
                 if !create { return nil }
                 continue
             }
-            if named.st_ino != held.st_ino || named.st_dev != held.st_dev {
-                close(fd)
+            if named.inode != held.inode || named.device != held.device {
+                fd.close()
                 continue
             }
             do {
-                return try LockedJournal(path: path, fd: fd, size: Int(held.st_size))
+                return try LockedJournal(path: path, fd: fd, size: Int(held.size))
             } catch {
-                close(fd)
+                fd.close()
                 throw error
             }
         }
     }
 
-    private init(path: String, fd: Int32, size: Int) throws(JournalError) {
+    private init(path: String, fd: FileDescriptor, size: Int) throws(JournalError) {
         self.path = path
         self.fd = fd
         var state = JournalState()
@@ -262,13 +251,13 @@ public final class LockedJournal {
             // a shorter file holds none: (re)initialize it, unless it is
             // not the start of a journal at all.
             var head = [UInt8](repeating: 0, count: min(size, JournalFormat.magic.count))
-            let got = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+            let got = try LockedJournal.read(fd, into: &head, path: path)
             guard got == head.count, head.elementsEqual(JournalFormat.magic.prefix(head.count)) else { throw .notAJournal(path: path) }
             var id: UInt64 = 0
             while id == 0 { id = UInt64.random(in: 1...UInt64.max) }
             try LockedJournal.writeAll(fd, JournalFormat.encodeHeader(journalID: id, baseSequence: 0), at: 0, path: path)
-            guard ftruncate(fd, off_t(JournalFormat.headerSize)) == 0 else { throw .system(path: path, operation: "truncate", errno: errno) }
-            guard fsync(fd) == 0 else { throw .system(path: path, operation: "fsync", errno: errno) }
+            try LockedJournal.truncate(fd, to: JournalFormat.headerSize, path: path)
+            try LockedJournal.sync(fd, path: path)
             try LockedJournal.syncFolder(of: path)
             state.journalID = id
             self.state = state
@@ -276,14 +265,7 @@ public final class LockedJournal {
             return
         }
         var bytes = [UInt8](repeating: 0, count: size)
-        var got = 0
-        while got < size {
-            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, $0.count - got, off_t(got)) }
-            if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw .system(path: path, operation: "read", errno: errno) }
-            if n == 0 { break }
-            got += n
-        }
+        let got = try LockedJournal.read(fd, into: &bytes, path: path)
         let header = try JournalFormat.decodeHeader(bytes[0..<got], path: path)
         state.journalID = header.journalID
         state.baseSequence = header.baseSequence
@@ -297,15 +279,15 @@ public final class LockedJournal {
                 JournalFormat.tail(UnsafeRawBufferPointer(rebasing: raw[scanned.end..<got]), offset: scanned.end, reason: scanned.problem ?? "unreadable")
             }
             guard tail.isTorn else { throw .damaged(path: path, offset: tail.offset, bytes: tail.length, reason: tail.reason) }
-            guard ftruncate(fd, off_t(scanned.end)) == 0 else { throw .system(path: path, operation: "truncate", errno: errno) }
-            guard fsync(fd) == 0 else { throw .system(path: path, operation: "fsync", errno: errno) }
+            try LockedJournal.truncate(fd, to: scanned.end, path: path)
+            try LockedJournal.sync(fd, path: path)
             discardedTail = tail
         }
         self.state = state
         self.end = scanned.end
     }
 
-    deinit { close(fd) }
+    deinit { fd.close() }
 
     /// Appends one record and syncs it to disk before returning: once this
     /// returns, the record survives a crash.
@@ -314,18 +296,17 @@ public final class LockedJournal {
         let record = JournalRecord(sequence: state.lastSequence + 1, key: key, operation: operation)
         let bytes = JournalFormat.encode(record, journalID: state.journalID)
         try LockedJournal.writeAll(fd, bytes, at: end, path: path)
-        guard fsync(fd) == 0 else { throw .system(path: path, operation: "fsync", errno: errno) }
+        try LockedJournal.sync(fd, path: path)
         end += bytes.count
         state.apply(record)
         return record
     }
 
     /// Replaces the journal with an empty one with the same id whose first
-    /// record will be `baseSequence` + 1, atomically: a temporary file,
-    /// synced, renamed over the journal, and the folder synced. Only for
-    /// after every record is merged (`baseSequence` ≥ the last record). The
-    /// lock stays held on the old file until this object goes; commands
-    /// waiting for it then find the new one.
+    /// record will be `baseSequence` + 1, atomically (`writeFileAtomically`).
+    /// Only for after every record is merged (`baseSequence` ≥ the last
+    /// record). The lock stays held on the old file until this object goes;
+    /// commands waiting for it then find the new one.
     public func replace(baseSequence: UInt64) throws(JournalError) {
         guard baseSequence >= state.lastSequence else {
             throw .invalid("\(path): cannot start the journal after \(baseSequence): record \(state.lastSequence) is not merged")
@@ -335,39 +316,35 @@ public final class LockedJournal {
         kept.journalID = state.journalID
         kept.baseSequence = baseSequence
         kept.lastSequence = baseSequence
-        let (folder, name) = DirectoryWriter.splitPath(path)
-        let temporary = folder + "/." + name + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let out = Glibc.open(temporary, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard out >= 0 else { throw .system(path: temporary, operation: "create", errno: errno) }
-        var committed = false
-        defer {
-            close(out)
-            if !committed { unlink(temporary) }
+        do { try writeFileAtomically(path, contents: bytes) } catch {
+            // The rename happened when only the folder's fsync failed: the old file is gone.
+            if FileSystem.statusIfPresent(path)?.inode != (try? fd.status())?.inode { replaced = true; state = kept }
+            throw JournalError(error)
         }
-        try LockedJournal.writeAll(out, bytes, at: 0, path: temporary)
-        guard fsync(out) == 0 else { throw .system(path: temporary, operation: "fsync", errno: errno) }
-        guard rename(temporary, path) == 0 else { throw .system(path: path, operation: "rename \(temporary) to", errno: errno) }
-        committed = true
         replaced = true
-        try LockedJournal.syncFolder(of: path)
         state = kept
     }
 
-    static func writeAll(_ fd: Int32, _ bytes: [UInt8], at offset: Int, path: String) throws(JournalError) {
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, $0.count - done, off_t(offset + done)) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw .system(path: path, operation: "write", errno: n < 0 ? errno : EIO) }
-            done += n
+    static func writeAll(_ fd: FileDescriptor, _ bytes: [UInt8], at offset: Int, path: String) throws(JournalError) {
+        do { try fd.writeAll(bytes, at: offset) } catch { throw .system(path: path, operation: "write", errno: error.rawValue) }
+    }
+
+    private static func read(_ fd: FileDescriptor, into bytes: inout [UInt8], path: String) throws(JournalError) -> Int {
+        do { return try bytes.withMutableBytes { (raw) throws(Errno) in try fd.readFully(into: raw, at: 0) } } catch {
+            throw .system(path: path, operation: "read", errno: error.rawValue)
         }
     }
 
+    private static func truncate(_ fd: FileDescriptor, to size: Int, path: String) throws(JournalError) {
+        do { try fd.truncate(to: size) } catch { throw .system(path: path, operation: "truncate", errno: error.rawValue) }
+    }
+
+    private static func sync(_ fd: FileDescriptor, path: String) throws(JournalError) {
+        do { try fd.sync() } catch { throw .system(path: path, operation: "fsync", errno: error.rawValue) }
+    }
+
     static func syncFolder(of path: String) throws(JournalError) {
-        let folder = DirectoryWriter.splitPath(path).folder
-        let fd = Glibc.open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        defer { close(fd) }
-        guard fsync(fd) == 0 else { throw .system(path: folder, operation: "fsync", errno: errno) }
+        let folder = FileSystem.folder(of: path)
+        do { try FileSystem.syncFolder(folder) } catch { throw .system(path: folder, operation: "fsync", errno: error.rawValue) }
     }
 }

@@ -15,6 +15,10 @@ public enum JournalFormat {
     /// The longest record: a torn append never leaves more than this after
     /// the last good record, so a longer tail is damage, not a torn write.
     public static let maxRecordSize = recordFixedSize + DirectoryFormat.maxLabelBytes
+    /// The largest journal lookupd reads (8 million records at least): it is read into memory
+    /// whole, so anything larger, or anything growing without end, is refused rather than
+    /// read; `lookupd compact` merges a journal into its directory.
+    public static let maxFileSize = 256 << 20
     static let operationAdd: UInt8 = 1
     static let operationRemove: UInt8 = 2
 

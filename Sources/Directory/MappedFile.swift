@@ -1,4 +1,5 @@
 import Glibc
+import SystemCalls
 
 /// A whole file mapped read-only, for reading large source files without
 /// copying them into the heap.
@@ -6,33 +7,28 @@ import Glibc
 /// Threading: immutable; the bytes stay valid while the object lives.
 /// Only for files lookupd reads once and does not keep (sources): someone
 /// truncating the file meanwhile would fault the reader, which is why the
-/// daemon reads config and contacts with `inMemory` and serves directories
-/// from private copies (`DirectoryFile`, PrivateDirectoryStore).
+/// daemon reads config and contacts with `readRegularFile` and serves
+/// directories from private copies (`DirectoryFile`, PrivateDirectoryStore).
 public final class MappedFile: @unchecked Sendable {
     public let path: String
     public let bytes: UnsafeRawBufferPointer
     private let mapping: UnsafeMutableRawPointer?
 
-    /// - Parameter inMemory: read the file into the heap instead of mapping
-    ///   it. The daemon reads its config and contacts this way at every
-    ///   reload: an operator truncating one of them meanwhile must cost a
-    ///   refused reload, not a SIGBUS.
-    public init(path: String, inMemory: Bool = false) throws(DirectoryError) {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .system(path: path, operation: "open", errno: errno) }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw .system(path: path, operation: "stat", errno: errno) }
-        if (st.st_mode & S_IFMT) == S_IFDIR { throw .system(path: path, operation: "read", errno: EISDIR) }
-        if inMemory || (st.st_mode & S_IFMT) != S_IFREG {
+    public init(path: String) throws(DirectoryError) {
+        let fd: FileDescriptor
+        do { fd = try FileDescriptor.open(path, O_RDONLY) } catch { throw .system(path: path, operation: "open", errno: error.rawValue) }
+        defer { fd.close() }
+        let st: FileStatus
+        do { st = try fd.status() } catch { throw .system(path: path, operation: "stat", errno: error.rawValue) }
+        if st.isDirectory { throw .system(path: path, operation: "read", errno: EISDIR) }
+        if !st.isRegular {
             // Pipes and character devices (`/dev/stdin`) cannot be mapped: read them.
             var data = [UInt8]()
             var chunk = [UInt8](repeating: 0, count: 1 << 16)
             while true {
-                let got = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                if got < 0 {
-                    if errno == EINTR { continue }
-                    throw .system(path: path, operation: "read", errno: errno)
+                let got: Int
+                do { got = try chunk.withMutableBytes { (raw) throws(Errno) in try fd.read(into: raw) } } catch {
+                    throw .system(path: path, operation: "read", errno: error.rawValue)
                 }
                 if got == 0 { break }
                 data.append(contentsOf: chunk[0..<got])
@@ -45,7 +41,7 @@ public final class MappedFile: @unchecked Sendable {
             self.ownedCopy = copy
             return
         }
-        let size = Int(st.st_size)
+        let size = Int(st.size)
         self.path = path
         self.ownedCopy = nil
         if size == 0 {
@@ -53,9 +49,8 @@ public final class MappedFile: @unchecked Sendable {
             self.mapping = nil
             return
         }
-        guard let mapped = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0), mapped != MAP_FAILED else {
-            throw .system(path: path, operation: "map", errno: errno)
-        }
+        let mapped: UnsafeMutableRawPointer
+        do { mapped = try fd.map(size: size, shared: false) } catch { throw .system(path: path, operation: "map", errno: error.rawValue) }
         _ = madvise(mapped, size, MADV_SEQUENTIAL)
         self.mapping = mapped
         self.bytes = UnsafeRawBufferPointer(start: mapped, count: size)

@@ -39,12 +39,16 @@ enum DirectoryInstaller {
         let kept = FileOperations.isRegularFile(target)
         do {
             if kept { try FileOperations.preserve(target, as: previousPath(target)) }
-            try FileOperations.rename(staged, to: target)
+            try FileOperations.move(staged, to: target)
         } catch {
             FileOperations.remove(staged)
             throw error
         }
-        FileOperations.syncFolder(FileOperations.folder(of: target))
+        // The new file is in force; a failed fsync of its folder means it may not survive a
+        // power cut, which the operator must hear about.
+        do { try FileOperations.syncFolder(FileOperations.folder(of: target)) } catch {
+            throw FeedError("\(target) was replaced, but \(error.message); it may not survive a power cut")
+        }
         return Installed(numbers: content.exactKeys.count, prefixRules: content.prefixKeys.count, keptPrevious: kept)
     }
 
@@ -64,7 +68,6 @@ enum DirectoryInstaller {
             throw FeedError("the previous version is damaged, nothing changed: \(error)")
         }
         try FileOperations.swap(target, previous)
-        FileOperations.syncFolder(FileOperations.folder(of: target))
         return header
     }
 }

@@ -196,7 +196,7 @@ public final class FeedUpdater {
             if let s = staged[feed.name] {
                 do {
                     if FileOperations.isRegularFile(data) { try FileOperations.preserve(data, as: previousDataPath(feed.name)) }
-                    try FileOperations.rename(s.download, to: data)
+                    try FileOperations.move(s.download, to: data)
                 } catch {
                     commitErrors[feed.name] = FeedError("installed, but its download could not be stored: \(error)")
                     continue
@@ -225,7 +225,11 @@ public final class FeedUpdater {
             }
             records[feed.name] = record
         }
-        FileOperations.syncFolder(store.folder)
+        do { try FileOperations.syncFolder(store.folder) } catch {
+            for feed in feeds where commitErrors[feed.name] == nil && staged[feed.name] != nil {
+                commitErrors[feed.name] = FeedError("installed, but \(error)")
+            }
+        }
         let names = contributors.map(\.name).joined(separator: ", ")
         log(.notice, "\(target): installed \(installed.numbers) numbers and \(installed.prefixRules) prefix rules from \(names) (directory version \(version))"
             + (installed.keptPrevious ? "; the previous list is kept as \(DirectoryInstaller.previousPath(target))" : ""))

@@ -1,5 +1,6 @@
 import CZlib
 import Glibc
+import SystemCalls
 
 /// gzip (RFC 1952) through zlib, file to file, counting the output as it is produced: a
 /// small download that inflates past `max-size` (a compression bomb) is stopped there,
@@ -10,12 +11,11 @@ enum GzipInflater {
 
     /// Inflates `source` into `destination`; returns the bytes written.
     static func inflate(_ source: String, to destination: String, maxSize: Int64) throws(FeedError) -> Int64 {
-        let input = open(source, O_RDONLY | O_CLOEXEC)
-        guard input >= 0 else { throw FeedError("cannot open \(source): \(FileOperations.errorText(errno))") }
-        defer { close(input) }
-        let output = open(destination, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
-        guard output >= 0 else { throw FeedError("cannot create \(destination): \(FileOperations.errorText(errno))") }
-        defer { close(output) }
+        let input: FileDescriptor
+        do { input = try openRegularFile(source, maxBytes: Int.max).0 } catch { throw FeedError("cannot open \(source): \(error)") }
+        defer { input.close() }
+        let output = try FileOperations.create(destination)
+        defer { output.close() }
 
         let inBuffer = UnsafeMutablePointer<UInt8>.allocate(capacity: chunk)
         let outBuffer = UnsafeMutablePointer<UInt8>.allocate(capacity: chunk)
@@ -34,10 +34,9 @@ enum GzipInflater {
         var sawData = false
         while true {
             if stream.avail_in == 0 && !endOfInput {
-                let n = read(input, inBuffer, chunk)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw FeedError("cannot read \(source): \(FileOperations.errorText(errno))")
+                let n: Int
+                do { n = try input.read(into: UnsafeMutableRawBufferPointer(start: inBuffer, count: chunk)) } catch {
+                    throw FeedError("cannot read \(source): \(error)")
                 }
                 if n == 0 { endOfInput = true } else {
                     stream.next_in = inBuffer
@@ -63,7 +62,7 @@ enum GzipInflater {
                 guard Int64(produced) <= maxSize - written else {
                     throw FeedError("the gzip data inflates to more than max-size=\(maxSize) bytes (a compression bomb?); refused")
                 }
-                try writeAll(output, outBuffer, produced, destination)
+                try FileOperations.writeAll(output, UnsafeRawBufferPointer(start: outBuffer, count: produced), path: destination)
                 written += Int64(produced)
             }
             switch status {
@@ -85,17 +84,7 @@ enum GzipInflater {
                 throw FeedError("zlib failed with status \(status)")
             }
         }
-        guard fsync(output) == 0 else { throw FeedError("cannot fsync \(destination): \(FileOperations.errorText(errno))") }
+        try FileOperations.sync(output, path: destination)
         return written
-    }
-
-    private static func writeAll(_ fd: Int32, _ buffer: UnsafeMutablePointer<UInt8>, _ count: Int, _ path: String) throws(FeedError) {
-        var offset = 0
-        while offset < count {
-            let n = write(fd, buffer + offset, count - offset)
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw FeedError("cannot write \(path): \(FileOperations.errorText(errno))") }
-            offset += n
-        }
     }
 }

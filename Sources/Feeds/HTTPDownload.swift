@@ -1,5 +1,6 @@
 import CCurl
 import Glibc
+import SystemCalls
 
 /// Validators from the last download, for a conditional request.
 struct Validators: Equatable, Sendable {
@@ -43,10 +44,9 @@ enum HTTPDownload {
                     userAgent: String) throws(FeedError) -> DownloadOutcome {
         guard initialized, let handle = curl_easy_init() else { throw FeedError("cannot initialize libcurl") }
         defer { curl_easy_cleanup(handle) }
-        let fd = open(destination, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
-        guard fd >= 0 else { throw FeedError("cannot create \(destination): \(FileOperations.errorText(errno))") }
+        let fd = try FileOperations.create(destination)
         let sink = TransferSink(fd: fd, maxSize: maxSize)
-        defer { close(fd) }
+        defer { fd.close() }
 
         var headers: UnsafeMutablePointer<curl_slist>? = nil
         defer { curl_slist_free_all(headers) }
@@ -94,8 +94,8 @@ enum HTTPDownload {
         if sink.tooLarge || result == CURLE_FILESIZE_EXCEEDED {
             throw FeedError("the download is larger than max-size=\(maxSize) bytes; refused")
         }
-        if let code = sink.writeError {
-            throw FeedError("cannot write \(destination): \(FileOperations.errorText(code))")
+        if let error = sink.writeError {
+            throw FeedError("cannot write \(destination): \(error)")
         }
         guard result == CURLE_OK else {
             let detail = String(cString: errorBuffer)
@@ -113,7 +113,7 @@ enum HTTPDownload {
         case 304:
             return .notModified
         case 200:
-            guard fsync(fd) == 0 else { throw FeedError("cannot fsync \(destination): \(FileOperations.errorText(errno))") }
+            try FileOperations.sync(fd, path: destination)
             return .downloaded(Download(size: sink.bytes, sha256: sink.hasher.finish(), validators: sink.validators))
         default:
             throw FeedError("the server answered HTTP \(status)\(sink.reason.isEmpty ? "" : " " + sink.reason) for \(url)")
@@ -123,16 +123,16 @@ enum HTTPDownload {
 
 /// Receives one transfer's headers and body (libcurl calls back on the performing thread).
 private final class TransferSink {
-    let fd: Int32
+    let fd: FileDescriptor
     let maxSize: Int64
     let hasher = SHA256Hasher()
     var bytes: Int64 = 0
     var tooLarge = false
-    var writeError: Int32? = nil
+    var writeError: Errno? = nil
     var validators = Validators()
     var reason = ""
 
-    init(fd: Int32, maxSize: Int64) {
+    init(fd: FileDescriptor, maxSize: Int64) {
         self.fd = fd
         self.maxSize = maxSize
     }
@@ -144,15 +144,9 @@ private final class TransferSink {
             return 0
         }
         let raw = UnsafeRawBufferPointer(start: data, count: count)
-        var offset = 0
-        while offset < count {
-            let n = write(fd, raw.baseAddress! + offset, count - offset)
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else {
-                writeError = errno
-                return 0
-            }
-            offset += n
+        do { try fd.writeAll(raw) } catch {
+            writeError = error
+            return 0
         }
         hasher.update(raw)
         bytes += Int64(count)

@@ -1,6 +1,7 @@
 import CZip
 import Directory
 import Glibc
+import SystemCalls
 
 /// Reads the lists out of a zip archive with libzip.
 ///
@@ -101,9 +102,8 @@ enum ZipExtractor {
             throw FeedError("cannot read member '\(printable(name))' of the zip archive: \(archiveErrorText(zip))")
         }
         defer { zip_fclose(file) }
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
-        guard fd >= 0 else { throw FeedError("cannot create \(path): \(FileOperations.errorText(errno))") }
-        defer { close(fd) }
+        let fd = try FileOperations.create(path)
+        defer { fd.close() }
         while true {
             let n = zip_fread(file, buffer, 1 << 16)
             if n < 0 {
@@ -114,13 +114,7 @@ enum ZipExtractor {
             guard n <= maxSize - total else {
                 throw FeedError("the zip archive unpacks to more than max-size=\(maxSize) bytes (a compression bomb?); refused")
             }
-            var offset = 0
-            while offset < Int(n) {
-                let w = write(fd, buffer + offset, Int(n) - offset)
-                if w < 0 && errno == EINTR { continue }
-                guard w > 0 else { throw FeedError("cannot write \(path): \(FileOperations.errorText(errno))") }
-                offset += w
-            }
+            try FileOperations.writeAll(fd, UnsafeRawBufferPointer(start: buffer, count: Int(n)), path: path)
             total += n
         }
     }

@@ -1,4 +1,4 @@
-import CSupport
+import CSIPLexer
 import Glibc
 
 // Byte constants and character classes shared by the scanner, the parsers and the writer.
@@ -29,7 +29,7 @@ enum ASCII {
 }
 
 /// RFC 3261 `token` characters: alphanum / "-" / "." / "!" / "%" / "*" / "_" / "+" / "`" / "'" / "~",
-/// looked up in CSupport's byte-class table (one load, no lazy global; PlainSyntaxTests checks it).
+/// looked up in CSIPLexer's byte-class table (one load, no lazy global; PlainSyntaxTests checks it).
 @inline(__always) func isTokenByte(_ b: UInt8) -> Bool {
     lookupd_sip_class(b) & UInt8(LOOKUPD_SIP_TOKEN) != 0
 }

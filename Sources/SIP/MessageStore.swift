@@ -1,4 +1,4 @@
-import CSupport
+import CSIPLexer
 
 /// Headers lookupd's own scanner keeps track of.
 enum HeaderKind {

@@ -1,5 +1,5 @@
 import COSIP
-import CSupport
+import CSIPLexer
 
 /// The only code that touches libosip2. Every osip object is created, used and freed inside one
 /// call here; nothing osip-owned escapes, so the rest of the module deals in bytes only.
@@ -14,7 +14,7 @@ enum OsipBridge {
         // and is a data race between workers. Installing a discarding sink with no level
         // enabled, before anything can trace, removes both.
         cosip_silence_trace()
-        // Every osip allocation goes through the scratch arena (CSupport/ScratchArena.c): inside
+        // Every osip allocation goes through the scratch arena (CSIPLexer/ScratchArena.c): inside
         // a `withScratch` scope it is carved from a per-thread buffer, elsewhere it is malloc.
         osip_set_allocators(lookupd_scratch_malloc, lookupd_scratch_realloc, lookupd_scratch_free)
         _ = parser_init()

@@ -1,4 +1,4 @@
-import CSupport
+import CSIPLexer
 
 // Cheap checks that spare libosip2's per-header parsers the common case.
 //
@@ -25,7 +25,7 @@ import CSupport
 // - osip_call_id_parse: an '@' neither first nor last.
 // - osip_cseq_parse: a non-empty number, one space, a non-empty method.
 
-/// The byte classes of the plain shapes, as bits of CSupport's 256-entry table
+/// The byte classes of the plain shapes, as bits of CSIPLexer's 256-entry table
 /// `lookupd_sip_classes` (SIPClasses.c): a test is one load and one AND.
 /// PlainSyntaxTests checks the table against these definitions:
 /// - user: RFC 3261 unreserved, escaped and user-unreserved, without '?' (see above):

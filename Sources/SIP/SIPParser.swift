@@ -1,4 +1,4 @@
-import CSupport
+import CSIPLexer
 
 /// Parses SIP datagrams (or framed stream messages) into a reusable current request.
 ///

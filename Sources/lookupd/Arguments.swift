@@ -1,4 +1,5 @@
 import Glibc
+import SystemCalls
 
 /// A command-line mistake: printed with the subcommand's usage, exit status 2.
 struct UsageError: Error {
@@ -87,9 +88,14 @@ struct Arguments {
 struct OutputBuffer {
     let fd: Int32
     var bytes: [UInt8] = []
+    /// Writing to a file (`exitOnError` false): the first write error, after which nothing
+    /// more is written; the caller reports it.
+    private(set) var failure: Errno?
+    private let exitOnError: Bool
 
-    init(fd: Int32) {
+    init(fd: Int32, exitOnError: Bool = true) {
         self.fd = fd
+        self.exitOnError = exitOnError
         bytes.reserveCapacity(1 << 16)
     }
 
@@ -100,17 +106,13 @@ struct OutputBuffer {
     mutating func flushIfLarge() { if bytes.count >= 1 << 16 { flush() } }
 
     mutating func flush() {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                // EPIPE (the reader went away, `lookupd query - | head`): stop quietly.
-                exit(errno == EPIPE ? 0 : 1)
-            }
-            offset += n
+        defer { bytes.removeAll(keepingCapacity: true) }
+        guard failure == nil else { return }
+        do { try FileDescriptor(rawValue: fd).writeAll(bytes) } catch {
+            // EPIPE (the reader went away, `lookupd query - | head`): stop quietly.
+            if exitOnError { exit(error == Errno(EPIPE) ? 0 : 1) }
+            failure = error
         }
-        bytes.removeAll(keepingCapacity: true)
     }
 
     /// Appends `raw` as the contents of a JSON string (without quotes).

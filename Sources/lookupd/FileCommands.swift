@@ -1,5 +1,6 @@
 import Directory
 import Glibc
+import SystemCalls
 
 let checkCommand = Command(
     name: "check",
@@ -138,30 +139,30 @@ private func runExport(_ raw: [String]) throws -> Int32 {
     guard args.positionals.count == 1 else { throw UsageError("give one FILE") }
     let file: DirectoryFile
     do { file = try DirectoryFile(path: args.positionals[0]) } catch { throw CommandFailure("\(error)") }
-    var fd: Int32 = 1
-    var temporary: String? = nil
-    let output = try args.value("output")
-    if let output {
-        temporary = output + ".tmp-\(getpid())"
-        fd = open(temporary!, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw CommandFailure("\(output): cannot create: \(String(cString: strerror(errno)))") }
-    }
-    var out = OutputBuffer(fd: fd)
-    out.append("number,action,label\n")
-    file.forEachEntry { entry in
-        out.append(entry.match.description)
-        out.append(entry.blocked ? ",block," : ",identify,")
-        if let label = entry.label { appendCSVField(&out, file.labelBytes(label)) }
-        out.append(byte: 0x0A)
-        out.flushIfLarge()
-    }
-    out.flush()
-    if let output, let temporary {
-        guard fsync(fd) == 0, close(fd) == 0, rename(temporary, output) == 0 else {
-            let code = errno
-            unlink(temporary)
-            throw CommandFailure("\(output): cannot write: \(String(cString: strerror(code)))")
+    func writeCSV(_ out: inout OutputBuffer) {
+        out.append("number,action,label\n")
+        file.forEachEntry { entry in
+            out.append(entry.match.description)
+            out.append(entry.blocked ? ",block," : ",identify,")
+            if let label = entry.label { appendCSVField(&out, file.labelBytes(label)) }
+            out.append(byte: 0x0A)
+            out.flushIfLarge()
         }
+        out.flush()
+    }
+    guard let output = try args.value("output") else {
+        var out = OutputBuffer(fd: 1)
+        writeCSV(&out)
+        return 0
+    }
+    do {
+        try writeFileAtomically(output) { (fd, temporary) throws(SystemCallError) in
+            var out = OutputBuffer(fd: fd.rawValue, exitOnError: false)
+            writeCSV(&out)
+            if let failure = out.failure { throw SystemCallError(path: temporary, operation: "write", errno: failure) }
+        }
+    } catch {
+        throw CommandFailure("\(output): not written, the file there is unchanged: \(error)")
     }
     return 0
 }

@@ -25,6 +25,38 @@ final class FileCommandTests: CLITestCase {
         return write(name, Data(bytes))
     }
 
+    /// `export -o` and `compile -o` on a failing disk (faults injected into the system-call
+    /// layer of the spawned lookupd through LOOKUPD_TEST_FAULTS): the file there stays as it
+    /// was, no temporary is left, and the error names the step; the folder's fsync, which
+    /// export never made before, is checked too.
+    func testWritersKeepTheOldFileOnAFailingDisk() throws {
+        let out = write("out.csv", "old export\n")
+        let names = { ((try? FileManager.default.contentsOfDirectory(atPath: self.folder.path)) ?? []).filter { $0.contains("out.csv") || $0.contains("good.lkd") }.sorted() }
+        // times=1: the message about the failure must still reach standard error.
+        for (faults, step) in [("write:ENOSPC:times=1", "No space left on device"), ("fsync:EIO:path=.lookupd-tmp.", "cannot fsync"),
+                               ("rename:EIO", "cannot rename")] {
+            let r = try lookupd(["export", "-o", out, good], environment: ["LOOKUPD_TEST_FAULTS": faults])
+            XCTAssertEqual(r.status, 1, "\(faults): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains(step) && r.stderr.contains("unchanged"), "\(faults): \(r.stderr)")
+            XCTAssertEqual(String(decoding: read(out), as: UTF8.self), "old export\n", faults)
+            XCTAssertEqual(names(), ["good.lkd", "out.csv"], faults)
+        }
+        // compile fills its file through a mapping: the blocks are reserved first.
+        for (faults, step) in [("fallocate:ENOSPC", "No space left on device"), ("fsync:EIO:path=.lookupd-tmp.", "cannot fsync"),
+                               ("rename:EIO", "cannot rename")] {
+            let c = try lookupd(["compile", "-q", file("good.csv"), "-o", good], environment: ["LOOKUPD_TEST_FAULTS": faults])
+            XCTAssertEqual(c.status, 1, "\(faults): \(c.stderr)")
+            XCTAssertTrue(c.stderr.contains(step), "\(faults): \(c.stderr)")
+            XCTAssertEqual(read(good), goodBytes, faults)
+            XCTAssertEqual(names(), ["good.lkd", "out.csv"], faults)
+        }
+        let r = try lookupd(["export", "-o", out, good], environment: ["LOOKUPD_TEST_FAULTS": "fsync:EIO:path=\(folder.path):skip=1"])
+        XCTAssertEqual(r.status, 1, r.stderr)
+        XCTAssertTrue(r.stderr.contains("fsync the folder"), r.stderr)
+        XCTAssertEqual(try lookupd(["export", "-o", out, good]).status, 0)
+        XCTAssertTrue(String(decoding: read(out), as: UTF8.self).hasPrefix("number,action,label\n"))
+    }
+
     func testCheckGoodFile() throws {
         let r = try lookupd(["check", good])
         XCTAssertEqual(r.status, 0, r.stderr)

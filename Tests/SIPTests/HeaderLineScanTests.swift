@@ -1,8 +1,8 @@
-import CSupport
+import CSIPLexer
 import XCTest
 @testable import SIP
 
-/// The vectorised header-line scanner (`lookupd_sip_lines`, CSupport/SIPLines.c) against a
+/// The vectorised header-line scanner (`lookupd_sip_lines`, CSIPLexer/SIPLines.c) against a
 /// byte-by-byte reference, on random byte soups rich in LF, CR, NUL and ':' at every offset and
 /// length around its 32-byte blocks, and the per-thread scratch arena behind libosip2.
 final class HeaderLineScanTests: XCTestCase {

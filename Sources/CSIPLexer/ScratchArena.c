@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "CSupport.h"
+#include "CSIPLexer.h"
 
 #define SCRATCH_CAPACITY ((size_t)64 * 1024)
 #define SCRATCH_ALIGN ((size_t)16)

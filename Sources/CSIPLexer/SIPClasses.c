@@ -2,7 +2,7 @@
 // one bit per class, as a 256-entry table: a class test is one load and one AND.
 // PlainSyntaxTests checks every entry against the class definitions.
 #include <stdint.h>
-#include "CSupport.h"
+#include "CSIPLexer.h"
 
 const uint8_t lookupd_sip_classes[256] = {
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,

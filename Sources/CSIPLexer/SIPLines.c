@@ -5,7 +5,7 @@
 // the line's CR LF, or a NUL). Everything else the parser decides in Swift.
 #include <stdint.h>
 #include <string.h>
-#include "CSupport.h"
+#include "CSIPLexer.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
