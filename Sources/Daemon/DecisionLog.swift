@@ -37,9 +37,13 @@ public final class LogSink: @unchecked Sendable {
         var file: [UInt8] = []
         var stats = Statistics()
         var stopping = false
+        var recent = RecentLines()
     }
 
     let settings: FileSettings?
+    /// Whether the last blocked and identified calls' lines are kept for the
+    /// status page (`recentCalls`): only when there is one (http-listen).
+    let keepsRecent: Bool
     private let capacity: Int
     private let stderrFD: Int32
     private let pending = Locked(Pending())
@@ -53,10 +57,11 @@ public final class LogSink: @unchecked Sendable {
     private var lastReopenCheck = 0.0
 
     /// - Parameter capacity: bytes buffered per destination before lines are dropped.
-    public init(file: FileSettings?, capacity: Int = 4 << 20, stderrFD: Int32 = 2) {
+    public init(file: FileSettings?, capacity: Int = 4 << 20, stderrFD: Int32 = 2, keepRecent: Bool = false) {
         settings = file
         self.capacity = capacity
         self.stderrFD = stderrFD
+        keepsRecent = keepRecent
     }
 
     /// Opens the log file (so a bad path fails the start, not the first call) and starts the writer.
@@ -89,10 +94,22 @@ public final class LogSink: @unchecked Sendable {
         if finished.load(ordering: .acquiring) { pthread_join(thread, nil) } else { pthread_detach(thread) }
     }
 
-    /// Queues whole lines; never waits for I/O.
-    public func submit(stderr: UnsafeRawBufferPointer, file: UnsafeRawBufferPointer) {
+    /// Queues whole lines; never waits for I/O. `recent`: lines (without
+    /// newlines) ending at `ends`, of which the last `RecentLines.capacity`
+    /// replace the oldest kept.
+    public func submit(stderr: UnsafeRawBufferPointer, file: UnsafeRawBufferPointer, recent: [UInt8] = [], ends: [Int] = []) {
         let hasFile = settings != nil && !file.isEmpty
         pending.withLock { p in
+            if !ends.isEmpty {
+                recent.withUnsafeBytes { all in
+                    let first = max(0, ends.count - RecentLines.capacity)
+                    var start = first == 0 ? 0 : ends[first - 1]
+                    for end in ends[first...] {
+                        p.recent.add(UnsafeRawBufferPointer(rebasing: all[start..<end]))
+                        start = end
+                    }
+                }
+            }
             if !stderr.isEmpty {
                 if p.stderr.count + stderr.count <= capacity {
                     p.stderr.append(contentsOf: stderr)
@@ -113,6 +130,9 @@ public final class LogSink: @unchecked Sendable {
     }
 
     public var statistics: Statistics { pending.withLock { $0.stats } }
+
+    /// The last blocked and identified calls' decision-log lines, newest first.
+    var recentCalls: [[UInt8]] { pending.withLock { $0.recent.newestFirst } }
 
     private static func lines(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
         var n: UInt64 = 0
@@ -279,6 +299,29 @@ public final class LogSink: @unchecked Sendable {
             if fileFD >= 0 { close(fileFD); fileFD = -1 }
             do { try openFile() } catch { pending.withLock { $0.stats.fileErrors += 1 } }
         }
+    }
+}
+
+/// The last lines kept, in a ring of reused buffers: once full, adding a
+/// line copies it over the oldest without allocating.
+struct RecentLines {
+    static let capacity = 50
+    private var slots: [[UInt8]] = []
+    private var next = 0
+
+    mutating func add(_ line: UnsafeRawBufferPointer) {
+        guard slots.count == RecentLines.capacity else {
+            slots.append(Array(line))
+            return
+        }
+        slots[next].removeAll(keepingCapacity: true)
+        slots[next].append(contentsOf: line)
+        next = next + 1 == RecentLines.capacity ? 0 : next + 1
+    }
+
+    var newestFirst: [[UInt8]] {
+        guard slots.count == RecentLines.capacity else { return slots.reversed() }
+        return (slots[next...] + slots[..<next]).reversed()
     }
 }
 

@@ -18,6 +18,10 @@ public struct LogBuffer {
     let sink: LogSink?
     /// Decision-log lines for the log file, without priority prefixes.
     private var fileBytes: [UInt8] = []
+    /// Blocked and identified calls' lines for the status page's recent calls
+    /// (only when the sink keeps them), and where each line ends.
+    private var recentBytes: [UInt8] = []
+    private var recentEnds: [Int] = []
 
     public init(level: LogLevel, fd: Int32 = 2) {
         self.level = level
@@ -34,16 +38,22 @@ public struct LogBuffer {
     }
 
     /// One decision-log line: to standard error when `level` is enabled, and
-    /// to the log file (when one is configured) whatever the level.
-    mutating func decision(_ l: LogLevel, _ line: [UInt8]) {
+    /// to the log file (when one is configured) whatever the level. `recent`:
+    /// a blocked or identified call, which the status page lists.
+    mutating func decision(_ l: LogLevel, _ line: [UInt8], recent: Bool = false) {
         if enabled(l) {
             begin(l)
             bytes.append(contentsOf: line)
             end()
         }
-        if sink?.settings != nil {
+        guard let sink else { return }
+        if sink.settings != nil {
             fileBytes.append(contentsOf: line)
             fileBytes.append(0x0A)
+        }
+        if recent && sink.keepsRecent {
+            recentBytes.append(contentsOf: line)
+            recentEnds.append(recentBytes.count)
         }
     }
 
@@ -83,10 +93,16 @@ public struct LogBuffer {
 
     public mutating func flush() {
         if let sink {
-            guard !bytes.isEmpty || !fileBytes.isEmpty else { return }
-            bytes.withUnsafeBytes { b in fileBytes.withUnsafeBytes { f in sink.submit(stderr: b, file: f) } }
+            guard !bytes.isEmpty || !fileBytes.isEmpty || !recentEnds.isEmpty else { return }
+            bytes.withUnsafeBytes { b in
+                fileBytes.withUnsafeBytes { f in sink.submit(stderr: b, file: f, recent: recentBytes, ends: recentEnds) }
+            }
             bytes.removeAll(keepingCapacity: true)
             fileBytes.removeAll(keepingCapacity: true)
+            if !recentEnds.isEmpty {
+                recentBytes.removeAll(keepingCapacity: true)
+                recentEnds.removeAll(keepingCapacity: true)
+            }
             return
         }
         guard !bytes.isEmpty else { return }

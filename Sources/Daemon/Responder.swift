@@ -240,7 +240,7 @@ struct Responder {
         if let name = request.from.displayName?.bytes, !name.isEmpty { line.field("display-name", name) }
         line.end()
         if decided {
-            log.decision(level, line.bytes)
+            log.decision(level, line.bytes, recent: d.verdict == .blocked || d.verdict == .identified)
         } else {
             log.begin(level)
             log.appendRaw(line.bytes)
