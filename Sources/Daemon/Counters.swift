@@ -1,4 +1,5 @@
 import CIntrinsics
+import Screening
 
 /// Every event the daemon counts. Kamailio's rule: a counter for everything
 /// that can go wrong, so an operator can see what was refused and why.
@@ -116,6 +117,18 @@ public enum Counter: Int, CaseIterable, Sendable {
         case .proxyProbesAnswered: return ("lookupd_proxy_upstream_total", "event=\"probe_answered\"")
         case .proxyLocalACKs: return ("lookupd_proxy_absorbed_total", "reason=\"ack_for_local_answer\"")
         case .proxyResponseUndeliverable: return ("lookupd_proxy_dropped_total", "reason=\"next_hop_unreachable\"")
+        }
+    }
+
+    static func verdict(_ verdict: Verdict) -> Counter {
+        switch verdict {
+        case .blocked: return .verdictBlocked
+        case .identified: return .verdictIdentified
+        case .contact: return .verdictContact
+        case .unknown: return .verdictUnknown
+        case .anonymous: return .verdictAnonymous
+        case .invalid: return .verdictInvalid
+        case .bypassed: return .verdictBypassed
         }
     }
 

@@ -197,17 +197,7 @@ struct Responder {
         counters.add(Counter(rawValue: Counter.udpInvite.rawValue + base + offset)!)
     }
 
-    func countVerdict(_ verdict: Verdict) {
-        switch verdict {
-        case .blocked: counters.add(.verdictBlocked)
-        case .identified: counters.add(.verdictIdentified)
-        case .contact: counters.add(.verdictContact)
-        case .unknown: counters.add(.verdictUnknown)
-        case .anonymous: counters.add(.verdictAnonymous)
-        case .invalid: counters.add(.verdictInvalid)
-        case .bypassed: counters.add(.verdictBypassed)
-        }
-    }
+    func countVerdict(_ verdict: Verdict) { counters.add(Counter.verdict(verdict)) }
 
     /// The decision log (docs/OPERATIONS.md): one line per call blocked
     /// (at notice, so a blocked call is never silent short of
