@@ -58,6 +58,8 @@ struct StatsReport {
         out += "lookupd_reloads_total \(reloads)\n"
         header("lookupd_reload_failures_total", "counter", "Reloads refused (the previous set stayed in force).")
         out += "lookupd_reload_failures_total \(failedReloads)\n"
+        header("lookupd_last_reload_successful", "gauge", "0 while the last reload failed (the set before it stays in force), else 1.")
+        out += "lookupd_last_reload_successful \(lastReloadError == nil ? 1 : 0)\n"
         header("lookupd_generation", "gauge", "Generation number of the set in force.")
         out += "lookupd_generation \(set.generation)\n"
         header("lookupd_directory_entries", "gauge", "Numbers in each directory in force.")
@@ -70,7 +72,7 @@ struct StatsReport {
         }
         header("lookupd_directory_version", "gauge", "Version number each directory was compiled with.")
         for d in set.screening.directories {
-            out += "lookupd_directory_version{directory=\"\(escapeLabel(d.name))\",checksum=\"\(hex(d.file.header.contentChecksum))\"} \(d.file.header.directoryVersion)\n"
+            out += "lookupd_directory_version{directory=\"\(escapeLabel(d.name))\",checksum=\"\(hex16(d.file.header.contentChecksum))\"} \(d.file.header.directoryVersion)\n"
         }
         header("lookupd_contacts", "gauge", "Numbers in each contacts list in force.")
         for c in set.screening.contacts {
@@ -95,11 +97,12 @@ struct StatsReport {
         }
         return out
     }
+}
 
-    private func hex(_ v: UInt64) -> String {
-        let s = String(v, radix: 16)
-        return String(repeating: "0", count: 16 - s.count) + s
-    }
+/// 16 hexadecimal digits, as checksums are shown everywhere.
+func hex16(_ v: UInt64) -> String {
+    let s = String(v, radix: 16)
+    return String(repeating: "0", count: 16 - s.count) + s
 }
 
 extension String {
