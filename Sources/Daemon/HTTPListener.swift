@@ -7,8 +7,9 @@ import Synchronization
 
 /// The HTTP listener of `http-listen` (docs/OPERATIONS.md): `/metrics` in
 /// the Prometheus text format, `/lookup?number=...` answering the label as
-/// plain text (what FreeSWITCH's mod_cidlookup and Asterisk's CURL() read)
-/// and `/lookup.json?number=...` with the whole decision.
+/// plain text (what FreeSWITCH's mod_cidlookup and Asterisk's CURL() read),
+/// `/lookup.json?number=...` with the whole decision, and the operator's
+/// status page (`/`, its two files and `/status.json`: StatusPage).
 ///
 /// HTTP/1.1 with keep-alive and pipelining, GET and HEAD only, no request
 /// bodies. Everything a client can make it hold is bounded: the request
@@ -30,6 +31,7 @@ final class HTTPListener: @unchecked Sendable {
     private let current: CurrentSet
     private let stopFlag: StopFlag
     private let metrics: @Sendable () -> String
+    private let page: StatusPage
     private let listenFD: Int32
     private let epfd: Int32
     private let wakeFD: Int32
@@ -38,7 +40,8 @@ final class HTTPListener: @unchecked Sendable {
     private var json = JSONDecisionWriter()
 
     init(address: ListenAddress, current: CurrentSet, stopFlag: StopFlag, counters: HTTPCounters, latency: LatencyHistogram,
-         metrics: @escaping @Sendable () -> String) throws(SystemError) {
+         page: StatusPage, metrics: @escaping @Sendable () -> String) throws(SystemError) {
+        self.page = page
         self.current = current
         self.stopFlag = stopFlag
         self.counters = counters
@@ -90,6 +93,7 @@ final class HTTPListener: @unchecked Sendable {
             let now = monotonicNow()
             if now - lastSweep >= 1 {
                 sweep(now)
+                page.tick()
                 lastSweep = now
             }
         }
@@ -241,6 +245,8 @@ final class HTTPListener: @unchecked Sendable {
         case "/metrics": endpoint = .metrics
         case "/lookup": endpoint = .lookup
         case "/lookup.json": endpoint = .lookupJSON
+        case "/status.json": endpoint = .statusJSON
+        case _ where StatusPage.assets[request.path] != nil: endpoint = .page
         default: endpoint = .other
         }
         guard c.allowed else {
@@ -290,8 +296,16 @@ final class HTTPListener: @unchecked Sendable {
                 answer(c, endpoint, 200, "OK", body, keepAlive: request.keepAlive, head: head,
                        contentType: "application/json")
             }
+        case .page:
+            let asset = StatusPage.assets[request.path]!
+            answer(c, endpoint, 200, "OK", asset.body, keepAlive: request.keepAlive, head: head, contentType: asset.contentType,
+                   extra: StatusPage.pageHeaders)
+        case .statusJSON:
+            answer(c, endpoint, 200, "OK", page.document(set: set), keepAlive: request.keepAlive, head: head,
+                   contentType: "application/json", extra: StatusPage.documentHeaders)
         case .other:
-            answer(c, endpoint, 404, "Not Found", "not found: try /metrics, /lookup?number=N or /lookup.json?number=N\n",
+            answer(c, endpoint, 404, "Not Found",
+                   "not found: try / (the status page), /status.json, /metrics, /lookup?number=N or /lookup.json?number=N\n",
                    keepAlive: request.keepAlive, head: head)
         }
     }

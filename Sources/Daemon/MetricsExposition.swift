@@ -149,12 +149,15 @@ final class ServiceStatus: Sendable {
 /// Counters of the HTTP listener (docs/OPERATIONS.md), written by its thread.
 final class HTTPCounters: @unchecked Sendable {
     enum Endpoint: Int, CaseIterable {
-        case metrics, lookup, lookupJSON, other
+        /// page: the status page's files (`/`, `/status.css`, `/status.js`).
+        case metrics, lookup, lookupJSON, page, statusJSON, other
         var label: String {
             switch self {
             case .metrics: return "/metrics"
             case .lookup: return "/lookup"
             case .lookupJSON: return "/lookup.json"
+            case .page: return "/"
+            case .statusJSON: return "/status.json"
             case .other: return "other"
             }
         }

@@ -14,7 +14,12 @@ import Synchronization
 public final class Service {
     public struct Options: Sendable {
         public var configPath: String
-        public init(configPath: String) { self.configPath = configPath }
+        /// What the status page says it is (`lookupd --version`).
+        public var version: String
+        public init(configPath: String, version: String = "unknown") {
+            self.configPath = configPath
+            self.version = version
+        }
     }
 
     private let options: Options
@@ -88,9 +93,10 @@ public final class Service {
         // Same key in every worker: a retransmission may land on another
         // worker and must get a byte-identical answer.
         let toTagKey = UInt64.random(in: 1...UInt64.max)
+        // With http-listen, the status page lists the last blocked and identified calls from the log's queue.
         let sink = LogSink(file: config.operations.logFile.map {
             LogSink.FileSettings(path: $0, maxSize: config.operations.logFileMaxSize, keep: config.operations.logFileKeep)
-        })
+        }, keepRecent: config.operations.httpListen != nil)
         do { try sink.start() } catch { throw ServiceError(error.description) }
         logSink = sink
         defer { sink.stop() }
@@ -103,7 +109,9 @@ public final class Service {
             if let address = config.operations.httpListen {
                 let workers = self.workers, current = self.current, status = self.status
                 let counters = httpCounters, latency = httpLatency
-                http = try HTTPListener(address: address, current: current, stopFlag: stop, counters: counters, latency: latency) {
+                let page = StatusPage(version: options.version, workers: workers, status: status, log: sink)
+                http = try HTTPListener(address: address, current: current, stopFlag: stop, counters: counters, latency: latency,
+                                        page: page) {
                     Service.metricsText(workers: workers, set: current.get(), status: status, log: sink, http: counters, httpLatency: latency)
                 }
             }

@@ -47,7 +47,7 @@ private func runServe(_ raw: [String]) throws -> Int32 {
     guard args.positionals.isEmpty else { throw UsageError("unexpected argument '\(args.positionals[0])'") }
     let path = try ConfigLocation.path(explicit: try args.value("config"))
     do {
-        let service = try Service(options: Service.Options(configPath: path))
+        let service = try Service(options: Service.Options(configPath: path, version: lookupdVersion))
         return try service.run()
     } catch {
         throw CommandFailure("\(error)")

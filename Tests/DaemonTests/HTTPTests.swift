@@ -103,7 +103,7 @@ final class HTTPTests: DaemonTestCase {
             ("POST /lookup?number=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 405, false, "POST"),
             ("DELETE /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 405, false, "DELETE"),
             ("GET /lookupx?number=1 HTTP/1.1\r\nHost: x\r\n\r\n", 404, false, "unknown path"),
-            ("GET / HTTP/1.1\r\nHost: x\r\n\r\n", 404, false, "root"),
+            ("GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n", 404, false, "a page that is not there"),
             ("GET /\(long) HTTP/1.1\r\nHost: x\r\n\r\n", 414, true, "request line over 8 KiB"),
             ("GET /lookup?number=1 HTTP/1.1\r\nHost: x\r\nX-Junk: \(long)\r\n\r\n", 431, true, "headers over 8 KiB"),
         ]

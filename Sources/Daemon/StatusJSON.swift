@@ -1,0 +1,223 @@
+import Directory
+import FeedState
+import Screening
+import SystemCalls
+
+/// JSON text built front to back, commas placed by the writer. Strings are
+/// escaped as the decision log escapes them (invalid UTF-8 as U+FFFD), and
+/// `<`, `>` and `&` as \u escapes too: text from callers and feeds stays
+/// inert even in a client that mistakes the document for HTML.
+struct JSONWriter {
+    private(set) var bytes: [UInt8] = []
+    /// Per open object or array: whether a member was written yet.
+    private var started: [Bool] = []
+
+    init() { bytes.reserveCapacity(16 << 10) }
+
+    private mutating func separate() {
+        guard let last = started.last else { return }
+        if last { bytes.append(UInt8(ascii: ",")) }
+        started[started.count - 1] = true
+    }
+
+    private mutating func raw(_ text: String) { bytes.append(contentsOf: text.utf8) }
+
+    /// After `key`, the next value belongs to it and takes no comma.
+    private var valuePending = false
+
+    mutating func key(_ name: String) {
+        separate()
+        quoted(name)
+        bytes.append(UInt8(ascii: ":"))
+        valuePending = true
+    }
+
+    private mutating func beforeValue() {
+        if valuePending { valuePending = false } else { separate() }
+    }
+
+    mutating func beginObject() { beforeValue(); bytes.append(UInt8(ascii: "{")); started.append(false) }
+    mutating func endObject() { started.removeLast(); bytes.append(UInt8(ascii: "}")) }
+    mutating func beginArray() { beforeValue(); bytes.append(UInt8(ascii: "[")); started.append(false) }
+    mutating func endArray() { started.removeLast(); bytes.append(UInt8(ascii: "]")) }
+
+    mutating func string(_ text: String) { beforeValue(); quoted(text) }
+
+    mutating func string(_ raw: UnsafeRawBufferPointer) {
+        beforeValue()
+        quoted(raw)
+    }
+
+    mutating func string(_ text: String?) {
+        if let text { string(text) } else { null() }
+    }
+
+    mutating func number<N: BinaryInteger>(_ n: N) { beforeValue(); raw(String(n)) }
+    mutating func number(_ d: Double) { beforeValue(); raw(d.isFinite ? String(d) : "null") }
+    mutating func bool(_ b: Bool) { beforeValue(); raw(b ? "true" : "false") }
+    mutating func null() { beforeValue(); raw("null") }
+
+    mutating func field(_ name: String, _ value: String?) { key(name); string(value) }
+    mutating func field<N: BinaryInteger>(_ name: String, _ value: N) { key(name); number(value) }
+    mutating func field(_ name: String, _ value: Bool) { key(name); bool(value) }
+
+    private mutating func quoted(_ text: String) {
+        var text = text
+        text.withUTF8 { quoted(UnsafeRawBufferPointer($0)) }
+    }
+
+    private mutating func quoted(_ raw: UnsafeRawBufferPointer) {
+        bytes.append(0x22)
+        let start = bytes.count
+        DecisionLine.appendJSONEscaped(raw, to: &bytes)
+        // The escaper leaves these as they are; none of them occurs inside one of its escapes.
+        if bytes[start...].contains(where: { $0 == 0x3C || $0 == 0x3E || $0 == 0x26 }) {
+            let escaped = bytes[start...].flatMap { c -> [UInt8] in
+                switch c {
+                case 0x3C: return Array("\\u003c".utf8)
+                case 0x3E: return Array("\\u003e".utf8)
+                case 0x26: return Array("\\u0026".utf8)
+                default: return [c]
+                }
+            }
+            bytes.replaceSubrange(start..., with: escaped)
+        }
+        bytes.append(0x22)
+    }
+}
+
+/// `/status.json`: what the status page shows, in one document
+/// (docs/OPERATIONS.md describes every field).
+struct StatusDocument {
+    let version: String
+    let set: ServingSet
+    let workers: [Worker]
+    let status: ServiceStatus
+    let minutes: [VerdictHistory.Minute]
+    let recent: [[UInt8]]
+    let now: Int
+
+    func json() -> [UInt8] {
+        var w = JSONWriter()
+        w.beginObject()
+        w.field("version", version)
+        w.field("mode", set.config.mode.rawValue)
+        w.field("generation", set.generation)
+        w.field("now", now)
+        w.field("uptime_seconds", Int(monotonicNow() - status.startedAt))
+        w.field("workers", workers.count)
+        w.key("reloads")
+        w.beginObject()
+        w.field("succeeded", status.reloads.load(ordering: .relaxed))
+        w.field("failed", status.failedReloads.load(ordering: .relaxed))
+        w.field("last_error", status.lastReloadError)
+        w.endObject()
+
+        w.key("verdicts")
+        w.beginArray()
+        for verdict in Verdict.allCases { w.string(verdict.rawValue) }
+        w.endArray()
+        w.key("totals")
+        w.beginArray()
+        for total in Worker.verdictTotals(workers) { w.number(total) }
+        w.endArray()
+        w.key("minutes")
+        w.beginArray()
+        for minute in minutes {
+            w.beginObject()
+            w.field("start", minute.start)
+            w.key("counts")
+            w.beginArray()
+            for count in minute.counts { w.number(count) }
+            w.endArray()
+            w.endObject()
+        }
+        w.endArray()
+
+        directories(&w)
+        w.key("contacts")
+        w.beginArray()
+        for list in set.screening.contacts {
+            w.beginObject()
+            w.field("name", list.name)
+            w.field("numbers", list.count)
+            w.endObject()
+        }
+        w.endArray()
+        recentCalls(&w)
+        w.endObject()
+        return w.bytes + [0x0A]
+    }
+
+    private func directories(_ w: inout JSONWriter) {
+        let config = set.config
+        let store = FeedRecordStore(stateDirectory: config.stateDirectory)
+        let feeds = config.feeds.map { (feed: $0, target: config.target(of: $0)) }
+        w.key("directories")
+        w.beginArray()
+        for (i, d) in set.screening.directories.enumerated() {
+            let path = i < config.directories.count ? config.directories[i].path : ""
+            let header = d.file.header
+            w.beginObject()
+            w.field("name", d.name)
+            w.field("path", path)
+            w.field("entries", d.file.count)
+            w.field("blocking", header.blockedCount)
+            w.field("labelled", header.identifiedCount)
+            w.field("prefix_rules", d.file.prefixRuleCount)
+            w.field("version", header.directoryVersion)
+            w.field("checksum", hex16(header.contentChecksum))
+            w.field("active_now", d.active.map { $0.contains(set.clock.now()) } ?? true)
+            w.key("journal")
+            w.beginObject()
+            w.field("entries", d.overlay.count)
+            w.field("sequence", d.overlay.lastSequence)
+            w.field("merged_sequence", header.journalSequence)
+            w.field("bytes", path.isEmpty ? 0 : FileSystem.statusIfPresent(JournalFormat.path(forDirectory: path))?.size ?? 0)
+            w.endObject()
+            w.key("feeds")
+            w.beginArray()
+            for (feed, target) in feeds where target == path {
+                let record = store.read(feed.name) ?? FeedRecord(feed: feed.name)
+                w.beginObject()
+                w.field("name", feed.name)
+                w.field("version", record.version)
+                w.field("entries", record.entries)
+                w.field("updated", record.updated)
+                w.field("checked", record.checked)
+                w.field("error", record.error.isEmpty ? nil : record.error)
+                w.endObject()
+            }
+            w.endArray()
+            w.endObject()
+        }
+        w.endArray()
+    }
+
+    /// The decision log's last blocked and identified calls, newest first,
+    /// as objects of the logged fields (in either log format).
+    private func recentCalls(_ w: inout JSONWriter) {
+        let config = set.config
+        w.key("recent")
+        w.beginObject()
+        // What the decision log holds decides what the page can list.
+        w.key("logged")
+        w.beginArray()
+        if config.logLevel >= .notice || config.operations.logFile != nil { w.string(Verdict.blocked.rawValue) }
+        if config.logLevel >= .info || config.operations.logFile != nil { w.string(Verdict.identified.rawValue) }
+        w.endArray()
+        w.key("calls")
+        w.beginArray()
+        for line in recent {
+            guard let record = LogRecord.parse(Substring(String(decoding: line, as: UTF8.self))) else { continue }
+            w.beginObject()
+            for (key, value) in record.fields {
+                w.key(key)
+                if key == "response" || key == "record", let value, let n = Int(value) { w.number(n) } else { w.string(value) }
+            }
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+    }
+}
