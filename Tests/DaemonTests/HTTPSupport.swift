@@ -111,13 +111,14 @@ final class HTTPConnectionPeer {
 
 extension DaemonTestCase {
     /// A daemon with `http-listen` on a free loopback port; returns it and the HTTP port.
-    func startHTTPDaemon(_ extra: [String] = [], name: String = "lookupd",
+    func startHTTPDaemon(_ extra: [String] = [], name: String = "lookupd", directories: [String] = ["main.lkd name=main"],
                          file: StaticString = #filePath, line: UInt = #line) throws -> (LookupdDaemon, UInt16) {
         var lastError: Error?
         for _ in 0..<3 {
             let httpPort = freeLoopbackPort()
             do {
-                let daemon = try startDaemon(["http-listen = 127.0.0.1:\(httpPort)"] + extra, name: name, file: file, line: line)
+                let daemon = try startDaemon(["http-listen = 127.0.0.1:\(httpPort)"] + extra, name: name, directories: directories,
+                                             file: file, line: line)
                 return (daemon, httpPort)
             } catch {
                 lastError = error
