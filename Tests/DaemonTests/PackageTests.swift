@@ -61,10 +61,24 @@ final class PackageTests: DaemonTestCase {
         let contents = try run("/usr/bin/dpkg-deb", ["-c", deb]).stdout
         for file in ["./usr/share/man/man8/lookupd.8.gz", "./usr/share/man/man5/lookupd.conf.5.gz",
                      "./usr/share/bash-completion/completions/lookupd", "./usr/lib/sysusers.d/lookupd.conf",
-                     "./usr/lib/tmpfiles.d/lookupd.conf", "./lib/systemd/system/lookupd-update.timer"] {
+                     "./usr/lib/tmpfiles.d/lookupd.conf", "./lib/systemd/system/lookupd-update.timer",
+                     "./usr/share/lookupd/grafana/lookupd.json", "./usr/share/lookupd/prometheus/lookupd-alerts.yml"] {
             XCTAssertTrue(contents.contains(" \(file)\n"), "\(file) in the package:\n\(contents)")
         }
         XCTAssertTrue(files.contains("/usr/share/bash-completion/completions/lookupd"), "\(files)")
+        // The dashboard and the alert rules, as the repository has them; the rules load in Prometheus.
+        for (installed, source) in [("grafana/lookupd.json", "grafana/lookupd.json"),
+                                    ("prometheus/lookupd-alerts.yml", "prometheus/lookupd-alerts.yml"),
+                                    ("prometheus/lookupd-alerts.test.yml", "prometheus/lookupd-alerts.test.yml")] {
+            XCTAssertEqual(FileManager.default.contents(atPath: "/usr/share/lookupd/" + installed),
+                           FileManager.default.contents(atPath: Self.repository + "/Config/" + source), installed)
+        }
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/promtool") {
+            let rules = try run("/usr/bin/promtool", ["check", "rules", "/usr/share/lookupd/prometheus/lookupd-alerts.yml"])
+            XCTAssertEqual(rules.status, 0, rules.summary)
+            let unit = try run("/bin/sh", ["-c", "cd /usr/share/lookupd/prometheus && /usr/bin/promtool test rules lookupd-alerts.test.yml"])
+            XCTAssertEqual(unit.status, 0, unit.summary)
+        }
         XCTAssertFalse(FileManager.default.fileExists(atPath: "/etc/systemd/system/multi-user.target.wants/lookupd.service"),
                        "installing does not enable the service")
 
