@@ -45,18 +45,24 @@ let package = Package(
         .target(name: "Directory", dependencies: ["TextFormats", "SystemCalls", "CIntrinsics"]),
         .target(name: "Screening", dependencies: ["Directory", "TextFormats"]),
         .target(name: "SIP", dependencies: ["COSIP", "CSIPLexer"]),
-        .target(name: "Configuration", dependencies: ["Directory", "Screening", "SystemCalls"]),
-        .target(name: "Daemon", dependencies: ["SIP", "Screening", "Directory", "Configuration", "SystemCalls", "CIntrinsics", "FeedState"]),
-        // FeedState: the feed state files, read by the daemon's stats too (no Foundation; files through SystemCalls).
-        .target(name: "FeedState", dependencies: ["SystemCalls"]),
-        .target(name: "Feeds", dependencies: ["FeedState", "Configuration", "Directory", "TextFormats", "SystemCalls", "CCurl", "CZlib", "CZip", "CCrypto"]),
-        .executableTarget(name: "lookupd", dependencies: ["Directory", "Screening", "Configuration", "Daemon", "Feeds", "FeedState", "SystemCalls"]),
+        // IP addresses, address blocks, listen and upstream addresses: values, no sockets.
+        .target(name: "Addresses"),
+        .target(name: "Configuration", dependencies: ["Addresses", "Directory", "Screening", "SystemCalls"]),
+        // What a configuration names, read into values: contacts, directories with their
+        // journals, the time zone. Used at start-up and reload (and by the CLI), never per request.
+        .target(name: "Loading", dependencies: ["Configuration", "Directory", "Screening", "SystemCalls"]),
+        .target(name: "Daemon", dependencies: ["Addresses", "SIP", "Screening", "Directory", "Configuration", "Loading", "SystemCalls", "CIntrinsics", "FeedRecords"]),
+        // FeedRecords: the feed record file format (STATE-DIRECTORY/feeds/NAME.state), read by
+        // the daemon's stats too (no Foundation; files through SystemCalls).
+        .target(name: "FeedRecords", dependencies: ["SystemCalls"]),
+        .target(name: "Feeds", dependencies: ["FeedRecords", "Configuration", "Directory", "TextFormats", "SystemCalls", "CCurl", "CZlib", "CZip", "CCrypto"]),
+        .executableTarget(name: "lookupd", dependencies: ["Addresses", "Directory", "Screening", "Configuration", "Loading", "Daemon", "Feeds", "FeedRecords", "SystemCalls"]),
         .executableTarget(name: "lookupd-bench", dependencies: ["Directory", "Screening"]),
         // Fuzzing (docs/TESTING.md): the targets are a library so the regression
         // tests replay saved inputs through the same code; scripts/fuzz builds
         // lookupd-fuzz with libFuzzer, any other build gets a replayer.
         .target(name: "CFuzzer"),
-        .target(name: "FuzzTargets", dependencies: ["Daemon", "Directory", "Screening", "Configuration", "TextFormats", "CFuzzer"]),
+        .target(name: "FuzzTargets", dependencies: ["Addresses", "Daemon", "Directory", "Screening", "Configuration", "TextFormats", "CFuzzer"]),
         .executableTarget(name: "lookupd-fuzz", dependencies: ["FuzzTargets", "CFuzzer"]),
         // What every test target shares (Tests/TestSupport): the seeded
         // generator, temporary folders, the built programs' locations, child
@@ -67,11 +73,11 @@ let package = Package(
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls", "TestSupport"]),
         .testTarget(name: "TextFormatsTests", dependencies: ["TextFormats", "TestSupport"]),
         .testTarget(name: "DirectoryTests", dependencies: ["Directory", "TextFormats", "SystemCalls", "TestSupport"]),
-        .testTarget(name: "ScreeningTests", dependencies: ["Screening", "Directory", "Configuration", "TestSupport"]),
+        .testTarget(name: "ScreeningTests", dependencies: ["Screening", "Directory", "Configuration", "Loading", "Addresses", "TestSupport"]),
         .testTarget(name: "SIPTests", dependencies: ["SIP", "CSIPLexer", "TestSupport"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "SIP", "Screening", "Directory", "Configuration", "lookupd", "TestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "SIP", "Screening", "Directory", "Configuration", "Loading", "Addresses", "lookupd", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["lookupd", "Configuration", "TestSupport"]),
-        .testTarget(name: "FeedTests", dependencies: ["Feeds", "FeedState", "Configuration", "Directory", "SystemCalls", "lookupd", "TestSupport"]),
+        .testTarget(name: "FeedTests", dependencies: ["Feeds", "FeedRecords", "Configuration", "Directory", "SystemCalls", "lookupd", "TestSupport"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets", "lookupd-fuzz", "TestSupport"]),
     ]
 )

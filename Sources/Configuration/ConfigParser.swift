@@ -1,3 +1,4 @@
+import Addresses
 import Directory
 import SystemCalls
 import Glibc
@@ -172,7 +173,7 @@ public enum ConfigParser {
     public static func load(path: String) throws(Diagnostic) -> LookupdConfig {
         let bytes: [UInt8]
         do { bytes = try readRegularFile(path, maxBytes: maxFileSize) } catch {
-            throw Diagnostic(file: path, line: 0, message: error.description.replacingPrefix(path + ": ", with: ""))
+            throw Diagnostic(file: path, line: 0, message: error.message)
         }
         let result = bytes.withUnsafeBytes { raw in Result { () throws(Diagnostic) in try parse(bytes: raw, path: path) } }
         return try result.get()
@@ -336,11 +337,5 @@ extension StringProtocol {
         while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
         while let l = s.last, l == " " || l == "\t" { s.removeLast() }
         return String(s)
-    }
-}
-
-extension String {
-    func replacingPrefix(_ prefix: String, with replacement: String) -> String {
-        hasPrefix(prefix) ? replacement + dropFirst(prefix.count) : self
     }
 }

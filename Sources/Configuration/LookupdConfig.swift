@@ -1,3 +1,4 @@
+import Addresses
 import Directory
 import Glibc
 import Screening

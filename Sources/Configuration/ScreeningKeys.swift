@@ -1,6 +1,7 @@
 import Directory
 import Glibc
 import Screening
+import SystemCalls
 
 /// The keys for per-callee contacts, caller policies and time windows
 /// (docs/POLICIES.md). Kept apart from the core keys; `ConfigParser.keys`
@@ -86,28 +87,13 @@ extension ConfigParser {
         }
     }
 
-    /// A zone glibc can load: a file under the zoneinfo folder, or a POSIX
-    /// TZ string such as `CST-8`. An unknown name would silently mean UTC.
+    /// A zone the loader can read (`ZoneLoader`): a file under the zoneinfo folder, or a
+    /// POSIX TZ string such as `CST-8`. An unknown name would silently mean UTC.
     static func isTimeZone(_ zone: String) -> Bool {
         guard !zone.isEmpty, !zone.contains(".."), zone.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return false }
         if zone == "UTC" || zone == "GMT" { return true }
-        var folder = "/usr/share/zoneinfo"
-        if let env = getenv("TZDIR"), env.pointee != 0 { folder = String(cString: env) }
-        var st = stat()
-        if !zone.hasPrefix("/"), stat(folder + "/" + zone, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG { return true }
-        // POSIX form: a name of 3+ letters (or <...>) followed by an offset.
-        var i = zone.startIndex
-        var letters = 0
-        if zone.first == "<" {
-            guard let close = zone.firstIndex(of: ">") else { return false }
-            i = zone.index(after: close)
-            letters = 3
-        } else {
-            while i < zone.endIndex, zone[i].isLetter { letters += 1; i = zone.index(after: i) }
-        }
-        guard letters >= 3, i < zone.endIndex else { return false }
-        let c = zone[i]
-        return c == "+" || c == "-" || c.isNumber
+        if !zone.hasPrefix("/"), FileSystem.isRegularFile(ZoneRules.folder + "/" + zone) { return true }
+        return ZoneRules(posix: zone) != nil
     }
 
     /// Settles what needs the whole file: the bypass list reads numbers

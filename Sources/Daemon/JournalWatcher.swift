@@ -54,7 +54,7 @@ final class JournalWatcher {
             }
             tracked.append(entry)
         }
-        return screening === set.screening ? set : ServingSet(generation: set.generation, config: set.config, screening: screening)
+        return screening === set.screening ? set : ServingSet(generation: set.generation, config: set.config, screening: screening, zone: set.clock.rules)
     }
 
     /// Looks at every journal and directory file; a new set when something

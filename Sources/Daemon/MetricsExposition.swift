@@ -3,6 +3,7 @@ import Configuration
 import Glibc
 import Screening
 import Synchronization
+import SystemCalls
 
 /// A fixed block of single-writer counters: one thread adds (a relaxed load
 /// and store, no locked instruction), any thread reads. The same scheme as
@@ -299,10 +300,4 @@ func escapeLabel(_ s: String) -> String {
         }
     }
     return out
-}
-
-func monotonicNanoseconds() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
 }

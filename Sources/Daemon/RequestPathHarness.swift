@@ -1,4 +1,6 @@
+import Addresses
 import Configuration
+import Loading
 import Glibc
 import SIP
 import Screening
@@ -23,7 +25,7 @@ public final class RequestPathHarness {
     ///   - logToDevNull: format the call log as the daemon would, then throw
     ///     it away, so the log code runs too.
     public init(config: LookupdConfig, screening: ScreeningSet, toTagKey: UInt64 = 1, logToDevNull: Bool = true) {
-        set = ServingSet(generation: 1, config: config, screening: screening)
+        set = ServingSet(generation: 1, config: config, screening: screening, zone: (try? ZoneLoader.load(config.timeZone)) ?? .utc)
         maxMessageSize = config.maxMessageSize
         responder = Responder(parser: SIPParser(maxMessageSize: maxMessageSize, toTagKey: toTagKey), counters: counters)
         sink = logToDevNull ? open("/dev/null", O_WRONLY | O_CLOEXEC) : -1

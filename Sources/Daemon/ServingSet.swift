@@ -1,7 +1,9 @@
+import Addresses
 import Configuration
 import Directory
-import Glibc
+import Loading
 import Screening
+import SystemCalls
 
 /// Everything a worker needs to answer requests, loaded and verified as one
 /// unit and swapped in whole on reload. Immutable: workers share it without
@@ -17,13 +19,13 @@ public final class ServingSet: Sendable {
     /// Now in the configured time zone, for `active=` windows.
     public let clock: ZoneClock
 
-    init(generation: UInt64, config: LookupdConfig, screening: ScreeningSet) {
+    init(generation: UInt64, config: LookupdConfig, screening: ScreeningSet, zone: ZoneRules) {
         self.generation = generation
         self.config = config
         self.screening = screening
         self.blockResponses = config.directories.map { $0.blockResponse ?? config.blockResponse }
         self.loadedAt = monotonicNow()
-        self.clock = ZoneClock(zone: config.timeZone)
+        self.clock = ZoneClock(rules: zone)
     }
 
     func isAllowed(_ address: IPAddress) -> Bool {
@@ -69,9 +71,8 @@ final class ServingSetLoader {
             throw .load(error)
         }
         store.retain(only: config.directories.map(\.path))
-        ZoneClock.activate(config.timeZone)
         generation += 1
-        return (ServingSet(generation: generation, config: config, screening: loaded.set), loaded.warnings)
+        return (ServingSet(generation: generation, config: config, screening: loaded.set, zone: loaded.zone), loaded.warnings)
     }
 }
 
@@ -80,7 +81,7 @@ extension ServingSetLoader {
     /// directory file), as the next generation.
     func derive(_ set: ServingSet, screening: ScreeningSet) -> ServingSet {
         generation += 1
-        return ServingSet(generation: generation, config: set.config, screening: screening)
+        return ServingSet(generation: generation, config: set.config, screening: screening, zone: set.clock.rules)
     }
 }
 
@@ -96,8 +97,13 @@ enum LoadFailure: Error, CustomStringConvertible {
     }
 }
 
-func monotonicNow() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+/// The wall clock read in the serving set's time zone, for `active=` windows.
+///
+/// Threading: an immutable value; any worker may read it (the zone's rules are plain data,
+/// nothing here touches the process's `TZ`).
+public struct ZoneClock: Sendable {
+    public let rules: ZoneRules
+
+    /// Now, in the zone.
+    public func now() -> LocalTime { rules.localTime(utc: wallClockSeconds()) }
 }

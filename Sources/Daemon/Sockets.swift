@@ -1,3 +1,4 @@
+import Addresses
 import SystemCalls
 import Configuration
 import Glibc

@@ -1,4 +1,4 @@
-import FeedState
+import FeedRecords
 
 extension StatsReport {
     /// The configured feeds as `lookupd update` last left them, read from their state files

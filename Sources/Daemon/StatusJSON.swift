@@ -1,5 +1,5 @@
 import Directory
-import FeedState
+import FeedRecords
 import Screening
 import SystemCalls
 

@@ -1,6 +1,6 @@
 import Configuration
 import Directory
-import FeedState
+import FeedRecords
 
 /// A feed's new list, downloaded and proven sound, waiting for its directory to be rebuilt.
 struct StagedFeed {

@@ -1,4 +1,4 @@
-import FeedState
+import FeedRecords
 
 extension FeedUpdater {
     /// `lookupd update --rollback NAME`: exchanges the directory file NAME feeds with the

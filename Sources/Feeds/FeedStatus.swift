@@ -1,5 +1,5 @@
 import Configuration
-import FeedState
+import FeedRecords
 import Glibc
 
 /// What `lookupd inspect` shows about the feeds behind a directory file.

@@ -1,6 +1,6 @@
 import Configuration
 import Directory
-import FeedState
+import FeedRecords
 import Glibc
 
 /// `lookupd update`: every selected feed is checked (FeedCheck); each directory file that a

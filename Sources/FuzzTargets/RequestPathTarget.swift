@@ -1,3 +1,4 @@
+import Addresses
 import Configuration
 import Daemon
 import Directory

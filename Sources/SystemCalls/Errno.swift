@@ -96,11 +96,15 @@ public struct SystemCallError: Error, Hashable, Sendable, CustomStringConvertibl
         }
     }
 
-    public var description: String {
+    public var description: String { "\(path): \(message)" }
+
+    /// What went wrong, without the path: for messages that name the file themselves
+    /// (`lookupd.conf:0: cannot open: ...`).
+    public var message: String {
         switch reason {
-        case .errno(let e): return "\(path): cannot \(operation): \(e)"
-        case .notRegularFile(let kind): return "\(path): not a regular file (\(kind))"
-        case .tooLarge(let size, let limit): return "\(path): \(size) bytes, more than the \(limit) bytes allowed"
+        case .errno(let e): return "cannot \(operation): \(e)"
+        case .notRegularFile(let kind): return "not a regular file (\(kind))"
+        case .tooLarge(let size, let limit): return "\(size) bytes, more than the \(limit) bytes allowed"
         }
     }
 }

@@ -1,6 +1,7 @@
 import Configuration
 import Directory
 import Glibc
+import SystemCalls
 
 let compileCommand = Command(
     name: "compile",
@@ -83,7 +84,7 @@ private func runCompile(_ raw: [String]) throws -> Int32 {
         throw UsageError("the output \(output) is also a source")
     }
 
-    let started = monotonicSeconds()
+    let started = monotonicNow()
     let bar = ProgressBar(enabled: isTerminal(2) && !args.flag("quiet"))
     let compiler = DirectoryCompiler(options: options) { phase, fraction in bar.show(phase, fraction) }
     for (index, source) in args.positionals.enumerated() {
@@ -119,7 +120,7 @@ private func runCompile(_ raw: [String]) throws -> Int32 {
         let blocked = content.exactValues.reduce(0) { $0 + Int($1 & 1) } + content.prefixValues.reduce(0) { $0 + Int($1 & 1) }
         let identified = content.exactValues.reduce(0) { $0 + ($1 >> 1 != 0 ? 1 : 0) } + content.prefixValues.reduce(0) { $0 + ($1 >> 1 != 0 ? 1 : 0) }
         var out = OutputBuffer(fd: 1)
-        out.append("wrote \(output): \(content.exactKeys.count) numbers and \(content.prefixKeys.count) prefix rules from \(compiler.linesRead) lines (\(blocked) blocking, \(identified) with a label, \(content.labels.count) distinct labels) in \(formatSeconds(monotonicSeconds() - started))\n")
+        out.append("wrote \(output): \(content.exactKeys.count) numbers and \(content.prefixKeys.count) prefix rules from \(compiler.linesRead) lines (\(blocked) blocking, \(identified) with a label, \(content.labels.count) distinct labels) in \(formatSeconds(monotonicNow() - started))\n")
         out.flush()
     }
     return 0
@@ -137,7 +138,7 @@ final class ProgressBar {
 
     func show(_ phase: String, _ fraction: Double) {
         guard enabled else { return }
-        let now = monotonicSeconds()
+        let now = monotonicNow()
         guard phase != lastPhase || now - lastShown >= 0.1 else { return }
         lastShown = now
         lastPhase = phase
@@ -155,12 +156,6 @@ final class ProgressBar {
         out.append("\r" + String(repeating: " ", count: 60) + "\r")
         out.flush()
     }
-}
-
-func monotonicSeconds() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 
 func formatSeconds(_ s: Double) -> String {

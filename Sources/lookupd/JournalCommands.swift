@@ -1,6 +1,7 @@
 import Configuration
 import Directory
 import Glibc
+import Loading
 import Screening
 
 let addCommand = Command(

@@ -1,7 +1,9 @@
 import Configuration
 import Directory
 import Glibc
+import Loading
 import Screening
+import SystemCalls
 
 let queryCommand = Command(
     name: "query",
@@ -89,8 +91,7 @@ private func runQuery(_ raw: [String]) throws -> Int32 {
         guard verstat != .other else { throw UsageError("--verstat expects TN-Validation-Passed, TN-Validation-Failed or No-TN-Validation") }
     }
     if loaded.set.usesTime && at == nil {
-        ZoneClock.activate(config.timeZone)
-        at = ZoneClock(zone: config.timeZone).now()
+        at = loaded.zone.localTime(utc: wallClockSeconds())
     }
     var printer = AnswerPrinter(set: loaded.set, json: args.flag("json"), callee: try args.value("callee") ?? "",
                                 verstat: verstat, time: at)

@@ -1,5 +1,5 @@
 @testable import Feeds
-import FeedState
+import FeedRecords
 import Foundation
 import SystemCalls
 import XCTest

@@ -1,6 +1,6 @@
 @testable import Configuration
 @testable import Feeds
-import FeedState
+import FeedRecords
 import Foundation
 import XCTest
 

@@ -2,7 +2,7 @@
 import Configuration
 import Directory
 import Feeds
-import FeedState
+import FeedRecords
 import Foundation
 import XCTest
 

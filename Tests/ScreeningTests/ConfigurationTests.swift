@@ -1,4 +1,6 @@
+import Addresses
 import Foundation
+import Loading
 import XCTest
 @testable import Configuration
 @testable import Directory

@@ -1,4 +1,5 @@
 import Foundation
+import Loading
 import XCTest
 @testable import Configuration
 @testable import Directory

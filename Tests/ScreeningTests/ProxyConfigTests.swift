@@ -1,3 +1,4 @@
+import Addresses
 import XCTest
 @testable import Configuration
 

@@ -1,3 +1,4 @@
+import Configuration
 import Directory
 import Glibc
 import Screening
@@ -9,6 +10,8 @@ import SystemCalls
 public enum ScreeningLoader {
     public struct Loaded: Sendable {
         public var set: ScreeningSet
+        /// The configured `time-zone`, for `active=` windows.
+        public var zone: ZoneRules
         /// Skipped contacts, torn journal records and the like: worth
         /// logging, not fatal.
         public var warnings: [Diagnostic]
@@ -66,7 +69,7 @@ public enum ScreeningLoader {
         }
         let set = ScreeningSet(normalizer: normalizer, contacts: lists, directories: directories,
                                calleeContacts: callee, policies: config.policies)
-        return Loaded(set: set, warnings: warnings)
+        return Loaded(set: set, zone: try ZoneLoader.load(config.timeZone), warnings: warnings)
     }
 
     static func loadContacts(_ path: String, normalizer: NumberNormalizer, warnings: inout [Diagnostic]) throws(LoadError) -> ContactList {
@@ -77,7 +80,7 @@ public enum ScreeningLoader {
         // cost a refused reload, not a SIGBUS. Bounded and non-blocking (readRegularFile).
         let bytes: [UInt8]
         do { bytes = try readRegularFile(path, maxBytes: maxContactsFileSize) } catch {
-            throw .contacts(Diagnostic(file: path, line: 0, message: error.description.replacingPrefix(path + ": ", with: "")))
+            throw .contacts(Diagnostic(file: path, line: 0, message: error.message))
         }
         let parsed = bytes.withUnsafeBytes { raw in
             Result { () throws(Diagnostic) in try ContactList.parse(bytes: raw, name: path, format: format, normalizer: normalizer) }
@@ -117,19 +120,5 @@ public enum ScreeningLoader {
             files.append((stem, path))
         }
         return files
-    }
-}
-
-public enum LoadError: Error, Sendable, CustomStringConvertible {
-    case directory(DirectoryError)
-    case contacts(Diagnostic)
-    case journal(JournalError)
-
-    public var description: String {
-        switch self {
-        case .directory(let e): return e.description
-        case .contacts(let d): return d.description
-        case .journal(let e): return e.description
-        }
     }
 }
