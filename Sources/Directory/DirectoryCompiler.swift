@@ -1,45 +1,5 @@
 import TextFormats
 
-/// The formats `lookupd compile` reads.
-public enum SourceFormat: String, CaseIterable, Sendable {
-    /// `number,action,label` with a header line (`,` `;` or tab separated).
-    case csv
-    /// An array of `{"number", "action", "label"}` objects, the iOS-app style
-    /// `{"phoneNum", "typeName"}`, or JSON Lines.
-    case json
-    /// One number (or `prefix*`) per line; each one is blocked.
-    case text
-    /// vCards: every TEL of a card identified with the card's name.
-    case vcard
-
-    /// The format named by a file's extension, if it names one.
-    public static func guess(path: String) -> SourceFormat? {
-        guard let dot = path.lastIndex(of: "."), !path[dot...].contains("/") else { return nil }
-        switch path[path.index(after: dot)...].lowercased() {
-        case "csv", "tsv": return .csv
-        case "json", "jsonl", "ndjson": return .json
-        case "txt", "text", "list", "lst": return .text
-        case "vcf", "vcard": return .vcard
-        default: return nil
-        }
-    }
-}
-
-/// A problem in a source file, located for the operator: `file:line: message`.
-public struct Diagnostic: Error, Equatable, Sendable, CustomStringConvertible {
-    public var file: String
-    public var line: Int
-    public var message: String
-
-    public init(file: String, line: Int, message: String) {
-        self.file = file
-        self.line = line
-        self.message = message
-    }
-
-    public var description: String { line > 0 ? "\(file):\(line): \(message)" : "\(file): \(message)" }
-}
-
 /// What to do when two source lines give the same number different data.
 public enum DuplicatePolicy: String, Sendable, CaseIterable {
     /// Refuse to compile, naming both lines.

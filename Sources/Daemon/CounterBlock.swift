@@ -1,0 +1,24 @@
+import CIntrinsics
+
+/// A fixed block of single-writer counters: one thread adds (a relaxed load
+/// and store, no locked instruction), any thread reads. The same scheme as
+/// `WorkerCounters`, for the counters whose number is not a `Counter` case.
+final class CounterBlock: @unchecked Sendable {
+    private let slots: UnsafeMutablePointer<UInt64>
+    let count: Int
+
+    init(count: Int) {
+        self.count = count
+        // Whole cache lines, so two writers' blocks never share one.
+        let padded = (count + 7) & ~7
+        slots = .allocate(capacity: padded)
+        slots.initialize(repeating: 0, count: padded)
+    }
+
+    deinit { slots.deallocate() }
+
+    @inline(__always)
+    func add(_ index: Int, _ amount: UInt64 = 1) { lookupd_counter_add(slots + index, amount) }
+
+    func value(_ index: Int) -> UInt64 { lookupd_counter_load(slots + index) }
+}
