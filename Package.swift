@@ -44,14 +44,14 @@ let package = Package(
         .target(name: "TextFormats"),
         .target(name: "Directory", dependencies: ["TextFormats", "SystemCalls", "CIntrinsics"]),
         .target(name: "Screening", dependencies: ["Directory", "TextFormats"]),
-        .target(name: "SIP", dependencies: ["COSIP", "CSIPLexer"]),
+        .target(name: "SIP", dependencies: ["COSIP", "CSIPLexer", "TextFormats"]),
         // IP addresses, address blocks, listen and upstream addresses: values, no sockets.
         .target(name: "Addresses"),
-        .target(name: "Configuration", dependencies: ["Addresses", "Directory", "Screening", "SystemCalls"]),
+        .target(name: "Configuration", dependencies: ["Addresses", "Directory", "Screening", "SystemCalls", "TextFormats"]),
         // What a configuration names, read into values: contacts, directories with their
         // journals, the time zone. Used at start-up and reload (and by the CLI), never per request.
         .target(name: "Loading", dependencies: ["Configuration", "Directory", "Screening", "SystemCalls"]),
-        .target(name: "Daemon", dependencies: ["Addresses", "SIP", "Screening", "Directory", "Configuration", "Loading", "SystemCalls", "CIntrinsics", "FeedRecords"]),
+        .target(name: "Daemon", dependencies: ["Addresses", "SIP", "Screening", "Directory", "Configuration", "Loading", "SystemCalls", "TextFormats", "CIntrinsics", "FeedRecords"]),
         // FeedRecords: the feed record file format (STATE-DIRECTORY/feeds/NAME.state), read by
         // the daemon's stats too (no Foundation; files through SystemCalls).
         .target(name: "FeedRecords", dependencies: ["SystemCalls"]),

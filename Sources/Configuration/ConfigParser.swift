@@ -1,16 +1,8 @@
 import Addresses
 import Directory
 import SystemCalls
+import TextFormats
 import Glibc
-
-/// A key lookupd.conf accepts, with the text the manual shows for it.
-public struct ConfigKey: Sendable {
-    public let name: String
-    public let syntax: String
-    public let repeatable: Bool
-    public let summary: String
-    let apply: @Sendable (inout ConfigParser.State, String) throws(ConfigParser.ValueError) -> Void
-}
 
 /// Reads lookupd.conf: `key = value` lines, `#` comments (whole lines, or
 /// after whitespace), values optionally in double quotes. Unknown keys,
@@ -50,7 +42,7 @@ public enum ConfigParser {
                     guard !value.isEmpty else { throw ValueError("name= needs a value") }
                     entry.name = value
                 case "block-response":
-                    guard let r = BlockResponse(rawValue: value) else { throw ValueError("block-response must be 603, 607, 608 or 603+") }
+                    guard let r = BlockResponse(rawValue: value) else { throw ValueError("block-response must be \(alternatives(BlockResponse.self))") }
                     entry.blockResponse = r
                 case "active":
                     entry.active = try parseActive(value)
@@ -61,8 +53,7 @@ public enum ConfigParser {
         },
         ConfigKey(name: "contacts", syntax: "PATH", repeatable: true,
                   summary: "A contacts list (.csv with name,number or .vcf). Contacts are never blocked and are labelled with their name.") { s, v throws(ValueError) in
-            guard !v.isEmpty else { throw ValueError("expected a path") }
-            s.config.contacts.append(s.resolve(v))
+            s.config.contacts.append(s.resolve(try path(v)))
         },
         ConfigKey(name: "country-code", syntax: "DIGITS", repeatable: false,
                   summary: "Home country calling code for numbers written without one (default 86).") { s, v throws(ValueError) in
@@ -90,41 +81,28 @@ public enum ConfigParser {
             guard let address = ListenAddress(v) else { throw ValueError("expected udp:HOST:PORT or tcp:HOST:PORT (IPv6 in brackets)") }
             s.config.listen.append(address)
         },
-        ConfigKey(name: "mode", syntax: "redirect | proxy", repeatable: false,
-                  summary: "How verdicts are delivered: redirect answers every INVITE with a final response; proxy forwards calls not blocked to the upstream with the label in the caller's name (default redirect).") { s, v throws(ValueError) in
-            guard let mode = ServiceMode(rawValue: v) else { throw ValueError("mode must be redirect or proxy") }
-            s.config.mode = mode
-        },
+        .choice("mode", \.config.mode,
+                summary: "How verdicts are delivered: redirect answers every INVITE with a final response; proxy forwards calls not blocked to the upstream with the label in the caller's name (default redirect)."),
         ConfigKey(name: "workers", syntax: "N | auto", repeatable: false,
                   summary: "Worker threads (default auto: one per core).") { s, v throws(ValueError) in
             if v == "auto" { s.config.workers = nil; return }
-            guard let n = Int(v), n >= 1, n <= 256 else { throw ValueError("expected auto or a number from 1 to 256") }
-            s.config.workers = n
+            s.config.workers = try number(v, in: 1...256, "auto or a number")
         },
         ConfigKey(name: "allow-from", syntax: "CIDR[, CIDR...]", repeatable: true,
                   summary: "Sources answered; others are refused (see refuse-action). Default: every source.") { s, v throws(ValueError) in
             s.sawAllowFrom = true
             s.allowFrom += try parseCIDRs(v)
         },
-        ConfigKey(name: "refuse-action", syntax: "403 | drop", repeatable: false,
-                  summary: "What a source outside allow-from gets: 403 Forbidden (default) or silence.") { s, v throws(ValueError) in
-            guard let action = RefusalAction(rawValue: v) else { throw ValueError("expected 403 or drop") }
-            s.config.refusalAction = action
-        },
+        .choice("refuse-action", \.config.refusalAction,
+                summary: "What a source outside allow-from gets: 403 Forbidden (default) or silence."),
         ConfigKey(name: "trust-asserted-identity-from", syntax: "CIDR[, CIDR...]", repeatable: true,
                   summary: "Peers whose P-Asserted-Identity is taken as the caller instead of From.") { s, v throws(ValueError) in
             s.config.trustAssertedIdentityFrom += try parseCIDRs(v)
         },
-        ConfigKey(name: "block-response", syntax: "603 | 607 | 608 | 603+", repeatable: false,
-                  summary: "Final response for blocked callers (default 603); a directory's own block-response= wins.") { s, v throws(ValueError) in
-            guard let r = BlockResponse(rawValue: v) else { throw ValueError("expected 603, 607, 608 or 603+") }
-            s.config.blockResponse = r
-        },
-        ConfigKey(name: "unknown-response", syntax: "302 | 404 | 503", repeatable: false,
-                  summary: "Final response for callers no list knows (default 302 without a label).") { s, v throws(ValueError) in
-            guard let r = UnknownResponse(rawValue: v) else { throw ValueError("expected 302, 404 or 503") }
-            s.config.unknownResponse = r
-        },
+        .choice("block-response", \.config.blockResponse,
+                summary: "Final response for blocked callers (default 603); a directory's own block-response= wins."),
+        .choice("unknown-response", \.config.unknownResponse,
+                summary: "Final response for callers no list knows (default 302 without a label)."),
         ConfigKey(name: "label-header", syntax: "NAME", repeatable: false,
                   summary: "Header carrying the label in answers (default X-Caller-Label).") { s, v throws(ValueError) in
             guard !v.isEmpty, v.utf8.count <= 64, v.utf8.allSatisfy(isTokenChar) else {
@@ -132,36 +110,24 @@ public enum ConfigParser {
             }
             s.config.labelHeader = v
         },
-        ConfigKey(name: "max-message-size", syntax: "BYTES", repeatable: false,
-                  summary: "Largest SIP message accepted (default 16384, at most 65507); larger ones are refused and counted.") { s, v throws(ValueError) in
-            guard let n = Int(v), n >= 1024, n <= 65507 else { throw ValueError("expected a number from 1024 to 65507") }
-            s.config.maxMessageSize = n
-        },
+        .number("max-message-size", "BYTES", 1024...65507, \.config.maxMessageSize,
+                summary: "Largest SIP message accepted (default 16384, at most 65507); larger ones are refused and counted."),
         ConfigKey(name: "control-socket", syntax: "PATH", repeatable: false,
                   summary: "Unix socket for lookupd stats and lookupd reload (default /run/lookupd/control.sock).") { s, v throws(ValueError) in
             guard !v.isEmpty, v.utf8.count < 100 else { throw ValueError("expected a path shorter than 100 bytes") }
             s.config.controlSocket = s.resolve(v)
         },
-        ConfigKey(name: "state-directory", syntax: "PATH", repeatable: false,
-                  summary: "Folder where the daemon keeps private copies of the directories it serves (default /var/lib/lookupd); lookupd update keeps feed state in its feeds/ folder.") { s, v throws(ValueError) in
-            guard !v.isEmpty else { throw ValueError("expected a path") }
-            s.config.stateDirectory = s.resolve(v)
-        },
+        .path("state-directory",
+              summary: "Folder where the daemon keeps private copies of the directories it serves (default /var/lib/lookupd); lookupd update keeps feed state in its feeds/ folder.") { $0.config.stateDirectory = $1 },
         ConfigKey(name: "log-level", syntax: "error | warning | notice | info | debug", repeatable: false,
                   summary: "Least important messages logged (default info: one line per blocked or identified call).") { s, v throws(ValueError) in
             guard let level = LogLevel(name: v) else { throw ValueError("expected error, warning, notice, info or debug") }
             s.config.logLevel = level
         },
-        ConfigKey(name: "tcp-max-connections", syntax: "N", repeatable: false,
-                  summary: "Open SIP TCP connections per worker before new ones are refused (default 4096).") { s, v throws(ValueError) in
-            guard let n = Int(v), n >= 1, n <= 1_000_000 else { throw ValueError("expected a number from 1 to 1000000") }
-            s.config.tcpMaxConnections = n
-        },
-        ConfigKey(name: "tcp-idle-timeout", syntax: "SECONDS", repeatable: false,
-                  summary: "Close a SIP TCP connection idle this long, or one stuck mid-message (default 120).") { s, v throws(ValueError) in
-            guard let n = Int(v), n >= 1, n <= 86400 else { throw ValueError("expected seconds from 1 to 86400") }
-            s.config.tcpIdleTimeout = n
-        },
+        .number("tcp-max-connections", "N", 1...1_000_000, \.config.tcpMaxConnections,
+                summary: "Open SIP TCP connections per worker before new ones are refused (default 4096)."),
+        .number("tcp-idle-timeout", "SECONDS", 1...86400, unit: "seconds", \.config.tcpIdleTimeout,
+                summary: "Close a SIP TCP connection idle this long, or one stuck mid-message (default 120)."),
     ] + screeningKeys + feedKeys + operationsKeys + proxyKeys
 
     /// The largest lookupd.conf read: a configuration is a few kilobytes.
@@ -192,10 +158,8 @@ public enum ConfigParser {
         var state = State(folder: folder)
         state.config.path = path
         var seen: [String: Int] = [:]
+        guard TextInput.isValidUTF8(bytes) else { throw Diagnostic(file: path, line: 0, message: "not valid UTF-8") }
         let text = String(decoding: bytes, as: UTF8.self)
-        guard text.utf8.elementsEqual(UnsafeRawBufferPointer(bytes)) else {
-            throw Diagnostic(file: path, line: 0, message: "not valid UTF-8")
-        }
         var lineNumber = 0
         // "\r\n" is a single Character in Swift: split on it too, or a
         // file with Windows line endings would read as one long line.

@@ -1,4 +1,5 @@
 import Directory
+import TextFormats
 
 /// How a feed's download is packed.
 public enum FeedCompression: String, Sendable, CaseIterable {
@@ -59,49 +60,53 @@ public struct FeedConfig: Equatable, Sendable {
             }
             guard seen.insert(key).inserted else { throw ConfigParser.ValueError("feed option \(key)= given twice") }
             guard !value.isEmpty else { throw ConfigParser.ValueError("\(key)= needs a value") }
-            switch key {
-            case "into":
-                feed.into = resolve(value)
-            case "format":
-                guard let f = SourceFormat(rawValue: value) else { throw ConfigParser.ValueError("format= must be csv, json, text or vcard") }
-                feed.format = f
-            case "compression":
-                guard let c = FeedCompression(rawValue: value) else { throw ConfigParser.ValueError("compression= must be auto, none, gzip or zip") }
-                feed.compression = c
-            case "members":
-                let names = value.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-                guard !names.contains(where: \.isEmpty) else { throw ConfigParser.ValueError("members= expects NAME[,NAME...]") }
-                feed.members = names
-            case "manifest":
-                guard let m = httpURL(value) else { throw ConfigParser.ValueError("manifest= '\(value)' is not an http:// or https:// URL") }
-                feed.manifest = m
-            case "sha256":
-                let hex = value.lowercased()
-                guard hex.utf8.count == 64, hex.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) else {
-                    throw ConfigParser.ValueError("sha256= expects 64 hexadecimal digits")
-                }
-                feed.sha256 = hex
-            case "max-size":
-                guard let n = parseByteSize(value), n >= 1024, n <= 1 << 40 else {
-                    throw ConfigParser.ValueError("max-size= expects bytes from 1024 to 1T, optionally with K, M or G (e.g. 200M)")
-                }
-                feed.maxSize = n
-            case "timeout":
-                guard let n = Int(value), n >= 1, n <= 86400 else { throw ConfigParser.ValueError("timeout= expects seconds from 1 to 86400") }
-                feed.timeout = n
-            case "max-shrink":
-                var text = Substring(value)
-                if text.hasSuffix("%") { text = text.dropLast() }
-                guard let n = Int(text), n >= 0, n <= 100 else { throw ConfigParser.ValueError("max-shrink= expects a percentage from 0 to 100") }
-                feed.maxShrink = n
-            default:
-                break
+            do { try feed.set(key, value, resolve: resolve) } catch {
+                throw ConfigParser.ValueError("\(key)= \(error.message)")
             }
         }
         if feed.compression != .zip && feed.compression != .auto && !feed.members.isEmpty {
             throw ConfigParser.ValueError("members= only applies to zip archives (compression=zip or auto)")
         }
         return feed
+    }
+
+    /// A SHA-256 digest as 64 hexadecimal digits, in lowercase; nil when `text` is not one.
+    public static func sha256Hex(_ text: String) -> String? {
+        guard text.utf8.count == 64, text.utf8.allSatisfy({ TextInput.hexValue($0) != nil }) else { return nil }
+        return text.lowercased()
+    }
+
+    /// One `key=value` option (the key known and given once, the value not empty).
+    private mutating func set(_ key: String, _ value: String, resolve: (String) -> String) throws(ConfigParser.ValueError) {
+        switch key {
+        case "into":
+            into = resolve(value)
+        case "format":
+            format = try ConfigParser.choice(value) as SourceFormat
+        case "compression":
+            compression = try ConfigParser.choice(value)
+        case "members":
+            let names = value.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            guard !names.contains(where: \.isEmpty) else { throw ConfigParser.ValueError("expected NAME[,NAME...]") }
+            members = names
+        case "manifest":
+            guard let m = FeedConfig.httpURL(value) else { throw ConfigParser.ValueError("'\(value)' is not an http:// or https:// URL") }
+            manifest = m
+        case "sha256":
+            guard let hex = FeedConfig.sha256Hex(value) else { throw ConfigParser.ValueError("expected 64 hexadecimal digits") }
+            sha256 = hex
+        case "max-size":
+            guard let n = FeedConfig.parseByteSize(value), n >= 1024, n <= 1 << 40 else {
+                throw ConfigParser.ValueError("expected bytes from 1024 to 1T, optionally with K, M or G (e.g. 200M)")
+            }
+            maxSize = n
+        case "timeout":
+            timeout = try ConfigParser.number(value, in: 1...86400, "seconds")
+        case "max-shrink":
+            maxShrink = try ConfigParser.number(value.hasSuffix("%") ? String(value.dropLast()) : value, in: 0...100, "a percentage")
+        default:
+            break
+        }
     }
 
     static func isValidName(_ name: String) -> Bool {

@@ -14,31 +14,19 @@ extension ConfigParser {
                   summary: "Sources the HTTP listener answers; others get 403 Forbidden. Default: the sources of allow-from (every source when that is not set).") { s, v throws(ValueError) in
             s.config.operations.httpAllowFrom = (s.config.operations.httpAllowFrom ?? []) + (try parseCIDRs(v))
         },
-        ConfigKey(name: "http-max-connections", syntax: "N", repeatable: false,
-                  summary: "Open HTTP connections before new ones are refused with 503 (default 256).") { s, v throws(ValueError) in
-            guard let n = Int(v), n >= 1, n <= 65536 else { throw ValueError("expected a number from 1 to 65536") }
-            s.config.operations.httpMaxConnections = n
-        },
-        ConfigKey(name: "log-format", syntax: "text | json", repeatable: false,
-                  summary: "Shape of decision-log lines: key=value pairs (default) or one JSON object per line.") { s, v throws(ValueError) in
-            guard let format = LogFormat(rawValue: v) else { throw ValueError("expected text or json") }
-            s.config.operations.logFormat = format
-        },
-        ConfigKey(name: "log-file", syntax: "PATH", repeatable: false,
-                  summary: "Also write the decision log (every blocked, identified, contact or policy call) to this file, rotated by size; lookupd log reads it.") { s, v throws(ValueError) in
-            guard !v.isEmpty else { throw ValueError("expected a path") }
-            s.config.operations.logFile = s.resolve(v)
-        },
+        .number("http-max-connections", "N", 1...65536, \.config.operations.httpMaxConnections,
+                summary: "Open HTTP connections before new ones are refused with 503 (default 256)."),
+        .choice("log-format", \.config.operations.logFormat,
+                summary: "Shape of decision-log lines: key=value pairs (default) or one JSON object per line."),
+        .path("log-file",
+              summary: "Also write the decision log (every blocked, identified, contact or policy call) to this file, rotated by size; lookupd log reads it.") { $0.config.operations.logFile = $1 },
         ConfigKey(name: "log-file-max-size", syntax: "BYTES[K|M|G]", repeatable: false,
                   summary: "Size at which the log file is rotated to PATH.1, PATH.2, ... (default 10M).") { s, v throws(ValueError) in
             guard let n = parseSize(v), n >= 4096 else { throw ValueError("expected a size of at least 4096 bytes, e.g. 10M") }
             s.config.operations.logFileMaxSize = n
         },
-        ConfigKey(name: "log-file-keep", syntax: "N", repeatable: false,
-                  summary: "Rotated log files kept besides the current one (default 5; 0 keeps none).") { s, v throws(ValueError) in
-            guard let n = Int(v), n >= 0, n <= 100 else { throw ValueError("expected a number from 0 to 100") }
-            s.config.operations.logFileKeep = n
-        },
+        .number("log-file-keep", "N", 0...100, \.config.operations.logFileKeep,
+                summary: "Rotated log files kept besides the current one (default 5; 0 keeps none)."),
     ]
 
     /// `4096`, `64K`, `10M`, `1G` (powers of 1024).

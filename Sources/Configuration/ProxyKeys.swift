@@ -18,19 +18,10 @@ extension ConfigParser {
             }
             s.config.proxy.labelFormat = format
         },
-        ConfigKey(name: "label-in-asserted-identity", syntax: "yes | no", repeatable: false,
-                  summary: "With mode = proxy: also put the label in the display name of P-Asserted-Identity (default no).") { s, v throws(ValueError) in
-            switch v {
-            case "yes": s.config.proxy.labelInAssertedIdentity = true
-            case "no": s.config.proxy.labelInAssertedIdentity = false
-            default: throw ValueError("expected yes or no")
-            }
-        },
-        ConfigKey(name: "upstream-probe-interval", syntax: "SECONDS", repeatable: false,
-                  summary: "With mode = proxy: send the upstream an OPTIONS every SECONDS; when three in a row go unanswered (and nothing else came from it), callers get 503 until it answers again. 0 (default) sends none: only a refused connection or an ICMP error marks the upstream down.") { s, v throws(ValueError) in
-            guard let n = Int(v), n >= 0, n <= 3600 else { throw ValueError("expected seconds from 0 to 3600") }
-            s.config.proxy.probeInterval = n
-        },
+        .flag("label-in-asserted-identity", \.config.proxy.labelInAssertedIdentity,
+              summary: "With mode = proxy: also put the label in the display name of P-Asserted-Identity (default no)."),
+        .number("upstream-probe-interval", "SECONDS", 0...3600, unit: "seconds", \.config.proxy.probeInterval,
+                summary: "With mode = proxy: send the upstream an OPTIONS every SECONDS; when three in a row go unanswered (and nothing else came from it), callers get 503 until it answers again. 0 (default) sends none: only a refused connection or an ICMP error marks the upstream down."),
     ]
 
     /// `mode = proxy` needs somewhere to forward to; the proxy keys mean nothing without it.

@@ -3,24 +3,35 @@ import Glibc
 import Screening
 import SystemCalls
 
+extension ConfigKey {
+    /// A caller policy: `allow | block | label [TEXT] [active=WINDOWS]`.
+    static func policy(_ name: String, _ rule: PolicyRule, _ field: Field<PolicySetting>, summary: String) -> ConfigKey {
+        ConfigKey(name: name, syntax: "allow | block | label [TEXT] [active=WINDOWS]", repeatable: false,
+                  summary: summary) { s, v throws(ConfigParser.ValueError) in
+            s[keyPath: field] = try ConfigParser.parsePolicy(v, rule: rule)
+        }
+    }
+}
+
+extension ConfigParser.State {
+    /// `verstat-failed-contacts = trust`, the policy's flag the other way round.
+    var trustsContactsOnFailedValidation: Bool {
+        get { !config.policies.distrustContactsOnFailedValidation }
+        set { config.policies.distrustContactsOnFailedValidation = !newValue }
+    }
+}
+
 /// The keys for per-callee contacts, caller policies and time windows
 /// (docs/POLICIES.md). Kept apart from the core keys; `ConfigParser.keys`
 /// lists them after those.
 extension ConfigParser {
     static let screeningKeys: [ConfigKey] = [
-        ConfigKey(name: "contacts-dir", syntax: "PATH", repeatable: false,
-                  summary: "Folder of per-callee contacts: 1001.vcf or 1001.csv holds the contacts of callee 1001 (Request-URI user as sent, or a full number), consulted before the global contacts.") { s, v throws(ValueError) in
-            guard !v.isEmpty else { throw ValueError("expected a path") }
-            s.config.contactsDirectory = s.resolve(v)
-        },
-        ConfigKey(name: "anonymous-callers", syntax: "allow | block | label [TEXT] [active=WINDOWS]", repeatable: false,
-                  summary: "Withheld callers (anonymous, restricted, Privacy: id): let through (default), block, or let through labelled (default label Anonymous).") { s, v throws(ValueError) in
-            s.config.policies.anonymous = try parsePolicy(v, rule: .anonymous)
-        },
-        ConfigKey(name: "invalid-callers", syntax: "allow | block | label [TEXT] [active=WINDOWS]", repeatable: false,
-                  summary: "Callers whose identity is not a number (empty, too short, all zeros, letters): allow (default), block, or label (default label Invalid Number).") { s, v throws(ValueError) in
-            s.config.policies.invalid = try parsePolicy(v, rule: .invalid)
-        },
+        .path("contacts-dir",
+              summary: "Folder of per-callee contacts: 1001.vcf or 1001.csv holds the contacts of callee 1001 (Request-URI user as sent, or a full number), consulted before the global contacts.") { $0.config.contactsDirectory = $1 },
+        .policy("anonymous-callers", .anonymous, \.config.policies.anonymous,
+                summary: "Withheld callers (anonymous, restricted, Privacy: id): let through (default), block, or let through labelled (default label Anonymous)."),
+        .policy("invalid-callers", .invalid, \.config.policies.invalid,
+                summary: "Callers whose identity is not a number (empty, too short, all zeros, letters): allow (default), block, or label (default label Invalid Number)."),
         ConfigKey(name: "bypass", syntax: "NUMBER[*][, NUMBER[*]...]", repeatable: true,
                   summary: "Caller numbers never screened (emergency services, internal extensions): digits as sent (110, 1001), a prefix of them (8*), or with + an E.164 number or prefix.") { s, v throws(ValueError) in
             let items = v.split(whereSeparator: { $0 == "," || $0 == " " || $0 == "\t" }).map(String.init)
@@ -30,22 +41,12 @@ extension ConfigParser {
             }
             s.config.bypass += items
         },
-        ConfigKey(name: "verstat-failed", syntax: "allow | block | label [TEXT] [active=WINDOWS]", repeatable: false,
-                  summary: "Callers whose STIR/SHAKEN verstat is TN-Validation-Failed: allow (default), block, or label (default Unverified; it replaces a directory's label, which a spoofer would borrow).") { s, v throws(ValueError) in
-            s.config.policies.verstatFailed = try parsePolicy(v, rule: .verstatFailed)
-        },
-        ConfigKey(name: "verstat-no-validation", syntax: "allow | block | label [TEXT] [active=WINDOWS]", repeatable: false,
-                  summary: "Callers whose verstat is No-TN-Validation: allow (default), block, or label when no directory labels them (default Unverified).") { s, v throws(ValueError) in
-            s.config.policies.verstatNoValidation = try parsePolicy(v, rule: .verstatNoValidation)
-        },
-        ConfigKey(name: "verstat-failed-contacts", syntax: "trust | ignore", repeatable: false,
-                  summary: "Whether a contact match counts for a caller whose validation failed (default trust; ignore: the directories decide).") { s, v throws(ValueError) in
-            switch v {
-            case "trust": s.config.policies.distrustContactsOnFailedValidation = false
-            case "ignore": s.config.policies.distrustContactsOnFailedValidation = true
-            default: throw ValueError("expected trust or ignore")
-            }
-        },
+        .policy("verstat-failed", .verstatFailed, \.config.policies.verstatFailed,
+                summary: "Callers whose STIR/SHAKEN verstat is TN-Validation-Failed: allow (default), block, or label (default Unverified; it replaces a directory's label, which a spoofer would borrow)."),
+        .policy("verstat-no-validation", .verstatNoValidation, \.config.policies.verstatNoValidation,
+                summary: "Callers whose verstat is No-TN-Validation: allow (default), block, or label when no directory labels them (default Unverified)."),
+        .flag("verstat-failed-contacts", yes: "trust", no: "ignore", \.trustsContactsOnFailedValidation,
+              summary: "Whether a contact match counts for a caller whose validation failed (default trust; ignore: the directories decide)."),
         ConfigKey(name: "time-zone", syntax: "ZONE", repeatable: false,
                   summary: "Time zone of active= windows, e.g. Asia/Shanghai or UTC (default: the system's).") { s, v throws(ValueError) in
             guard isTimeZone(v) else {

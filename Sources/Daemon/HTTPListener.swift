@@ -5,6 +5,7 @@ import Directory
 import Glibc
 import Screening
 import Synchronization
+import TextFormats
 
 /// The HTTP listener of `http-listen` (docs/OPERATIONS.md): `/metrics` in
 /// the Prometheus text format, `/lookup?number=...` answering the label as
@@ -555,7 +556,7 @@ struct HTTPQuery {
         while i < bytes.endIndex {
             let c = bytes[i]
             if c == UInt8(ascii: "%") {
-                guard i + 2 < bytes.endIndex, let hi = hex(bytes[i + 1]), let lo = hex(bytes[i + 2]) else { return nil }
+                guard i + 2 < bytes.endIndex, let hi = TextInput.hexValue(bytes[i + 1]), let lo = TextInput.hexValue(bytes[i + 2]) else { return nil }
                 out.append(hi << 4 | lo)
                 i += 3
             } else {
@@ -564,15 +565,6 @@ struct HTTPQuery {
             }
         }
         return out
-    }
-
-    private static func hex(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-        default: return nil
-        }
     }
 }
 

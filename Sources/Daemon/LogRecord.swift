@@ -1,3 +1,5 @@
+import TextFormats
+
 // Reading decision-log lines back (`lookupd log`, the status page's
 // recent calls): the inverse of `DecisionLine`, for both log formats.
 
@@ -41,7 +43,7 @@ public struct LogRecord: Sendable {
                     if c == 0x22 { closed = true; i += 1; break }
                     if c == 0x5C, i + 1 < bytes.endIndex {
                         let next = bytes[i + 1]
-                        if next == UInt8(ascii: "x"), i + 3 < bytes.endIndex, let hi = hexValue(bytes[i + 2]), let lo = hexValue(bytes[i + 3]) {
+                        if next == UInt8(ascii: "x"), i + 3 < bytes.endIndex, let hi = TextInput.hexValue(bytes[i + 2]), let lo = TextInput.hexValue(bytes[i + 3]) {
                             value.append(hi << 4 | lo)
                             i += 4
                         } else {
@@ -88,7 +90,7 @@ public struct LogRecord: Sendable {
                         guard i + 4 <= bytes.count else { return nil }
                         var scalar: UInt32 = 0
                         for k in 0..<4 {
-                            guard let h = hexValue(bytes[i + k]) else { return nil }
+                            guard let h = TextInput.hexValue(bytes[i + k]) else { return nil }
                             scalar = scalar << 4 | UInt32(h)
                         }
                         i += 4
@@ -132,14 +134,5 @@ public struct LogRecord: Sendable {
         guard record["event"] == "call" else { return nil }
         record.fields.removeAll { $0.key == "event" }
         return record
-    }
-}
-
-private func hexValue(_ c: UInt8) -> UInt8? {
-    switch c {
-    case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-    case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-    case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-    default: return nil
     }
 }

@@ -1,3 +1,5 @@
+import TextFormats
+
 /// The outcome of reading a caller identity as a telephone number.
 public enum NormalizedNumber: Equatable, Sendable {
     /// A number in E.164 form.
@@ -412,7 +414,7 @@ public struct NumberNormalizer: Sendable {
             var c = text[i]
             if c == UInt8(ascii: "%") {
                 guard i + 2 < text.count,
-                      let hi = hexValue(text[i + 1]), let lo = hexValue(text[i + 2]) else { return .failure(.badEscape) }
+                      let hi = TextInput.hexValue(text[i + 1]), let lo = TextInput.hexValue(text[i + 2]) else { return .failure(.badEscape) }
                 c = hi << 4 | lo
                 i += 2
             }
@@ -421,15 +423,6 @@ public struct NumberNormalizer: Sendable {
             i += 1
         }
         return .success(count)
-    }
-
-    static func hexValue(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - 0x30
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - 0x61 + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - 0x41 + 10
-        default: return nil
-        }
     }
 }
 

@@ -1,3 +1,4 @@
+import Configuration
 import TextFormats
 
 /// The small JSON document a publisher puts next to its list:
@@ -36,8 +37,7 @@ struct FeedManifest: Equatable {
             manifest.count = Int(n)
         }
         if let v = value["sha256"], !v.isNull {
-            guard let hex = v.stringValue?.lowercased(), hex.utf8.count == 64,
-                  hex.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) else {
+            guard let text = v.stringValue, let hex = FeedConfig.sha256Hex(text) else {
                 throw FeedError("the manifest's sha256 must be 64 hexadecimal digits")
             }
             manifest.sha256 = hex

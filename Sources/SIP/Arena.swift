@@ -1,4 +1,5 @@
 import Glibc
+import TextFormats
 
 /// A bump allocator over one buffer allocated when the parser is created. Text the parser derives
 /// from a packet (unfolded values, unescaped user parts, unquoted display names, NUL-terminated
@@ -45,7 +46,7 @@ struct Arena {
         var n = 0, i = 0
         while i < text.count {
             var b = text[i]
-            if b == ASCII.percent, i + 2 < text.count, let h = hexValue(text[i + 1]), let l = hexValue(text[i + 2]) {
+            if b == ASCII.percent, i + 2 < text.count, let h = TextInput.hexValue(text[i + 1]), let l = TextInput.hexValue(text[i + 2]) {
                 b = h << 4 | l
                 i += 3
             } else {

@@ -41,14 +41,6 @@ enum ASCII {
 @inline(__always) func isControl(_ b: UInt8) -> Bool { b < 0x20 || b == ASCII.del }
 @inline(__always) func lowerASCII(_ b: UInt8) -> UInt8 { isAlpha(b) ? b | 0x20 : b }
 
-@inline(__always)
-func hexValue(_ b: UInt8) -> UInt8? {
-    if isDigit(b) { return b &- 0x30 }
-    let l = b | 0x20
-    if l >= 0x61 && l <= 0x66 { return l &- 0x61 &+ 10 }
-    return nil
-}
-
 func memcmpEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
     guard a.count == b.count else { return false }
     if a.count == 0 { return true }

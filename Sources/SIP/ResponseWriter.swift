@@ -1,4 +1,5 @@
 import Glibc
+import TextFormats
 
 /// Where the request came from: the socket peer, not anything the request claims.
 ///
@@ -484,7 +485,7 @@ func isTokenString(_ s: String) -> Bool {
 
 func isIPAddressText(_ s: String) -> Bool {
     guard !s.isEmpty, s.utf8.count <= 45 else { return false }
-    return allUTF8(s) { hexValue($0) != nil || $0 == UInt8(ascii: ".") || $0 == ASCII.colon }
+    return allUTF8(s) { TextInput.hexValue($0) != nil || $0 == UInt8(ascii: ".") || $0 == ASCII.colon }
 }
 
 private func isSafeURIByte(_ b: UInt8) -> Bool {

@@ -581,15 +581,8 @@ struct JSONParser {
         var v: UInt32 = 0
         for _ in 0..<4 {
             guard i < end else { throw expectation("incomplete \\u escape: expected 4 hex digits") }
-            let b = p[i]
-            let d: UInt32
-            switch b {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): d = UInt32(b - UInt8(ascii: "0"))
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): d = UInt32(b - UInt8(ascii: "a") + 10)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): d = UInt32(b - UInt8(ascii: "A") + 10)
-            default: throw error("invalid \\u escape: expected 4 hex digits", at: escapeStart)
-            }
-            v = v << 4 | d
+            guard let d = TextInput.hexValue(p[i]) else { throw error("invalid \\u escape: expected 4 hex digits", at: escapeStart) }
+            v = v << 4 | UInt32(d)
             i += 1
         }
         return v

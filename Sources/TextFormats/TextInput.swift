@@ -20,6 +20,22 @@ public enum TextInput {
         guard let base = buffer.baseAddress else { return nil }
         return invalidUTF8Offset(base.assumingMemoryBound(to: UInt8.self), from: 0, to: buffer.count)
     }
+
+    /// True when `buffer` is well-formed UTF-8 throughout.
+    public static func isValidUTF8(_ buffer: UnsafeRawBufferPointer) -> Bool {
+        firstInvalidUTF8Offset(in: buffer) == nil
+    }
+
+    /// The value of a hexadecimal digit (`0`-`9`, `a`-`f`, `A`-`F`), nil for any other byte.
+    @inlinable
+    public static func hexValue(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c &- 0x30
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c &- 0x61 &+ 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c &- 0x41 &+ 10
+        default: return nil
+        }
+    }
 }
 
 // MARK: - Internal machinery
@@ -81,32 +97,42 @@ func invalidUTF8Offset(_ p: UnsafePointer<UInt8>, from start: Int, to end: Int) 
             i += 8
         }
         guard i < end else { return nil }
-        let b = p[i]
-        if b < 0x80 { i += 1; continue }
-        var need = 0
-        var lo: UInt8 = 0x80
-        var hi: UInt8 = 0xBF
-        switch b {
-        case 0xC2...0xDF: need = 1
-        case 0xE0: need = 2; lo = 0xA0
-        case 0xE1...0xEC, 0xEE...0xEF: need = 2
-        case 0xED: need = 2; hi = 0x9F
-        case 0xF0: need = 3; lo = 0x90
-        case 0xF1...0xF3: need = 3
-        case 0xF4: need = 3; hi = 0x8F
-        default: return i
-        }
-        guard i + need < end else { return i }
-        let c1 = p[i + 1]
-        if c1 < lo || c1 > hi { return i }
-        var k = 2
-        while k <= need {
-            if p[i + k] & 0xC0 != 0x80 { return i }
-            k += 1
-        }
-        i += need + 1
+        if p[i] < 0x80 { i += 1; continue }
+        let length = utf8SequenceLength(p, at: i, end: end)
+        if length == 0 { return i }
+        i += length
     }
     return nil
+}
+
+/// The length of the well-formed UTF-8 sequence starting at `i` (RFC 3629: no overlong forms,
+/// no surrogates, nothing above U+10FFFF), 0 when the bytes there are not one.
+@inline(__always)
+func utf8SequenceLength(_ p: UnsafePointer<UInt8>, at i: Int, end: Int) -> Int {
+    let b = p[i]
+    if b < 0x80 { return 1 }
+    var need = 0
+    var lo: UInt8 = 0x80
+    var hi: UInt8 = 0xBF
+    switch b {
+    case 0xC2...0xDF: need = 1
+    case 0xE0: need = 2; lo = 0xA0
+    case 0xE1...0xEC, 0xEE...0xEF: need = 2
+    case 0xED: need = 2; hi = 0x9F
+    case 0xF0: need = 3; lo = 0x90
+    case 0xF1...0xF3: need = 3
+    case 0xF4: need = 3; hi = 0x8F
+    default: return 0
+    }
+    guard i + need < end else { return 0 }
+    let c1 = p[i + 1]
+    if c1 < lo || c1 > hi { return 0 }
+    var k = 2
+    while k <= need {
+        if p[i + k] & 0xC0 != 0x80 { return 0 }
+        k += 1
+    }
+    return need + 1
 }
 
 /// Walks from a known line start to `target`, counting CR, LF and CRLF as one
@@ -156,9 +182,8 @@ func describeCharacter(_ p: UnsafePointer<UInt8>, at offset: Int, end: Int) -> S
     let b = p[offset]
     if b >= 0x21, b < 0x7F { return "'\(Character(Unicode.Scalar(b)))'" }
     if b < 0x80 { return hexScalar(UInt32(b)) }
-    if invalidUTF8Offset(p, from: offset, to: min(end, offset + 4)) != offset {
-        var length = 1
-        while offset + length < end, length < 4, p[offset + length] & 0xC0 == 0x80 { length += 1 }
+    let length = utf8SequenceLength(p, at: offset, end: end)
+    if length > 0 {
         let text = String(decoding: UnsafeBufferPointer(start: p + offset, count: length), as: UTF8.self)
         if let scalar = text.unicodeScalars.first {
             return "'\(text)' (\(hexScalar(scalar.value)))"

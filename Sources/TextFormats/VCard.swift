@@ -460,7 +460,7 @@ struct VCardParser {
         while k < bytes.count {
             let b = bytes[k]
             if b == ASCII.equals {
-                if k + 2 < bytes.count, let hi = hexValue(bytes[k + 1]), let lo = hexValue(bytes[k + 2]) {
+                if k + 2 < bytes.count, let hi = TextInput.hexValue(bytes[k + 1]), let lo = TextInput.hexValue(bytes[k + 2]) {
                     out.append(hi << 4 | lo)
                     k += 3
                     continue
@@ -475,15 +475,6 @@ struct VCardParser {
             k += 1
         }
         return out
-    }
-
-    func hexValue(_ b: UInt8) -> UInt8? {
-        switch b {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return b - UInt8(ascii: "0")
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return b - UInt8(ascii: "A") + 10
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return b - UInt8(ascii: "a") + 10
-        default: return nil
-        }
     }
 
     /// Splits on `separator` not preceded by a backslash escape; the parts

@@ -188,7 +188,7 @@ final class ConfigurationTests: XCTestCase {
             ("listen = udp:0.0.0.0:70000", "listen: expected udp:HOST:PORT or tcp:HOST:PORT (IPv6 in brackets)"),
             ("listen = sctp:0.0.0.0:5060", "listen: expected udp:HOST:PORT or tcp:HOST:PORT (IPv6 in brackets)"),
             ("listen = udp:pbx.example.com:5060", "listen: expected udp:HOST:PORT or tcp:HOST:PORT (IPv6 in brackets)"),
-            ("mode = relay", "mode: mode must be redirect or proxy"),
+            ("mode = relay", "mode: expected redirect or proxy"),
             ("workers = 0", "workers: expected auto or a number from 1 to 256"),
             ("workers = 257", "workers: expected auto or a number from 1 to 256"),
             ("workers = many", "workers: expected auto or a number from 1 to 256"),

@@ -49,6 +49,6 @@ final class ProxyConfigTests: XCTestCase {
         }
         XCTAssertTrue(error("mode = proxy\nupstream = 192.0.2.20:5060\nlabel-in-asserted-identity = maybe\n").contains("expected yes or no"))
         XCTAssertTrue(error("mode = proxy\nupstream = 192.0.2.20:5060\nupstream-probe-interval = -1\n").contains("expected seconds from 0 to 3600"))
-        XCTAssertTrue(error("mode = relay\n").contains("mode must be redirect or proxy"))
+        XCTAssertTrue(error("mode = relay\n").contains("mode: expected redirect or proxy"))
     }
 }
