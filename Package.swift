@@ -6,9 +6,11 @@
 //   Screening   contacts, directory priority, decisions (pure logic, no I/O)
 //   SIP         libosip2 confined here: bytes in, Swift values out; verdict in, bytes out
 //   Daemon      sockets, workers, reload, signals, control socket
-// plus TextFormats (CSV/JSON/vCard readers with line numbers), Configuration
-// (lookupd.conf), SystemCalls (the one layer every file and socket call goes
-// through), the thin `lookupd` CLI and the `lookupd-bench` executable.
+// plus TextFormats (CSV/JSON/vCard readers with line numbers), Addresses (IP
+// addresses and blocks), Configuration (lookupd.conf), Loading (what the
+// configuration names, read at start-up and reload), SystemCalls (the one layer
+// every file and socket call goes through), FeedRecords and Feeds (lookupd
+// update), the thin `lookupd` CLI and the `lookupd-bench` executable.
 import PackageDescription
 
 let package = Package(
