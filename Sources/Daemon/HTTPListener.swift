@@ -288,6 +288,13 @@ final class HTTPListener: @unchecked Sendable {
                     screening.decide(caller: caller, context: CallContext(callee: callee, time: time))
                 }
             }
+            if let damaged = decision.damagedDirectory {
+                // No answer from a directory that failed its checksums (or without it).
+                let name = screening.directories[damaged].name
+                answer(c, endpoint, 503, "Service Unavailable", "directory \(name) is damaged; no answer\n",
+                       keepAlive: request.keepAlive, head: head)
+                return
+            }
             if endpoint == .lookup {
                 var body: [UInt8] = []
                 if let label = decision.label { screening.withLabel(label) { body.append(contentsOf: $0) } }

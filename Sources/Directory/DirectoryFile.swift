@@ -1,5 +1,6 @@
 import CIntrinsics
 import Glibc
+import Synchronization
 import SystemCalls
 
 /// What a directory says about one number.
@@ -13,12 +14,22 @@ public struct DirectoryEntry: Equatable, Sendable {
 
 /// An open directory file, memory-mapped read-only.
 ///
-/// Threading: immutable after `open`; any number of threads may look numbers
-/// up concurrently. The mapping lives as long as the object, so requests
+/// Threading: immutable after `open` apart from what verification
+/// remembers (atomically); any number of threads may look numbers up
+/// concurrently. The mapping lives as long as the object, so requests
 /// still holding a reference after a reload finish on the old file.
 ///
 /// Nothing is copied to the heap: keys, values and labels are read straight
-/// from the mapping, so private memory does not grow with the directory.
+/// from the mapping, so private memory does not grow with the directory
+/// (the verification bitmap is one bit per 4 KiB block).
+///
+/// Nothing is answered from unverified bytes. A version-2 file is verified
+/// by block as it is read (`BlockVerifier`): every lookup checks the blocks
+/// it touches, the first time, and throws `DirectoryError.damagedBlock`
+/// instead of answering from a block that fails. A version-1 file has only
+/// a whole-content checksum, so the first lookup verifies it completely.
+/// `verify()` checks everything (checksums and structure) up front, which
+/// the daemon does before serving; after it lookups check nothing more.
 public final class DirectoryFile: @unchecked Sendable {
     public let path: String
     public let header: DirectoryHeader
@@ -33,10 +44,18 @@ public final class DirectoryFile: @unchecked Sendable {
     private let prefixCount: Int
     private let labelCount: Int
     private let labelDataSize: Int
+    private let layout: DirectoryLayout
+    /// Version 2: the per-block verification; nil for version 1.
+    public let verifier: BlockVerifier?
+    /// Every byte is known good (all blocks checked, or `verify()` passed):
+    /// lookups skip their checks.
+    private let trusted = Atomic<Bool>(false)
+    /// Version 1: the outcome of the one complete verification, once done.
+    private let wholeFileCheck = Mutex<DirectoryError??>(nil)
 
-    /// Maps `path` and checks its header: magic, version, header checksum and
-    /// section bounds against the file size. It does not read the content
-    /// (O(1)); call `verify()` before serving from it.
+    /// Maps `path` and checks its header (and, for version 2, the root of
+    /// its checksum tree). It does not read the content (O(1)): lookups
+    /// verify what they touch, `verify()` checks everything.
     public convenience init(path: String) throws(DirectoryError) {
         let fd: FileDescriptor
         do { fd = try FileDescriptor.open(path, O_RDONLY) } catch { throw .system(path: path, operation: "open", errno: error.rawValue) }
@@ -64,9 +83,15 @@ public final class DirectoryFile: @unchecked Sendable {
         }
         let base = UnsafeRawPointer(mapped)
         let header: DirectoryHeader
+        let layout: DirectoryLayout
+        let verifier: BlockVerifier?
         do {
             header = try DirectoryHeader.decode(UnsafeRawBufferPointer(start: base, count: DirectoryFormat.headerSize),
                                                 actualSize: size, path: path)
+            // decode checked that the counts describe this layout.
+            layout = header.layout!
+            verifier = header.formatVersion >= 2
+                ? try BlockVerifier(path: path, base: base, layout: layout, rootChecksum: header.contentChecksum) : nil
         } catch {
             munmap(mapped, size)
             throw error
@@ -75,6 +100,8 @@ public final class DirectoryFile: @unchecked Sendable {
         _ = madvise(mapped, size, MADV_RANDOM)
         self.path = path
         self.header = header
+        self.layout = layout
+        self.verifier = verifier
         self.base = base
         self.size = size
         self.keys = (base + Int(header.keysOffset)).assumingMemoryBound(to: UInt64.self)
@@ -135,73 +162,117 @@ public final class DirectoryFile: @unchecked Sendable {
     public var prefixRuleCount: Int { prefixCount }
     public var labelTableCount: Int { labelCount }
 
+    // MARK: - Verification on first touch
+
+    /// Every byte has been verified: lookups check nothing more.
+    public var isFullyVerified: Bool { trusted.load(ordering: .acquiring) }
+
+    /// The first damage any lookup met, nil while none did. For the daemon:
+    /// a lookup that throws has already said so; this is for logs and metrics.
+    public var damage: DirectoryError? {
+        if let verifier { return verifier.firstDamage }
+        return wholeFileCheck.withLock { $0 ?? nil }
+    }
+
+    /// Makes sure the bytes `offset ..< offset + count` are verified before
+    /// they are used.
+    @inline(__always)
+    private func ensure(_ offset: Int, _ count: Int) throws(DirectoryError) {
+        if trusted.load(ordering: .acquiring) { return }
+        try ensureSlow(offset, count)
+    }
+
+    private func ensureSlow(_ offset: Int, _ count: Int) throws(DirectoryError) {
+        if let verifier {
+            try verifier.ensure(offset, count)
+            if verifier.isComplete { trusted.store(true, ordering: .releasing) }
+            return
+        }
+        // Version 1: one checksum over everything, so everything at once.
+        let outcome = wholeFileCheck.withLock { (state: inout DirectoryError??) -> DirectoryError? in
+            if case .some(let done) = state { return done }
+            let result: DirectoryError?
+            do throws(DirectoryError) { try verifyWholeVersion1(); result = nil } catch { result = error }
+            state = .some(result)
+            return result
+        }
+        if let outcome { throw outcome }
+        trusted.store(true, ordering: .releasing)
+    }
+
     // MARK: - Lookup
 
     /// The entry for `number`: its exact entry if there is one, otherwise the
-    /// longest prefix rule covering it.
-    @inlinable
-    public func lookup(_ number: PhoneNumber) -> DirectoryEntry? {
-        if let value = exactValue(number.value) {
-            return entry(value: value, match: .exact(number))
+    /// longest prefix rule covering it. Throws when a block it needs is damaged.
+    public func lookup(_ number: PhoneNumber) throws(DirectoryError) -> DirectoryEntry? {
+        if let value = try exactValue(number.value) {
+            return try entry(value: value, match: .exact(number))
         }
-        return prefixLookup(number)
+        return try prefixLookup(number)
     }
 
     /// Bit L set when the file has prefix rules of L digits.
     public var prefixLengthMask: UInt32 { header.prefixLengthMask }
 
     /// The exact entry for `number`, ignoring prefix rules.
-    @inlinable
-    public func exactLookup(_ number: PhoneNumber) -> DirectoryEntry? {
-        guard let value = exactValue(number.value) else { return nil }
-        return entry(value: value, match: .exact(number))
+    public func exactLookup(_ number: PhoneNumber) throws(DirectoryError) -> DirectoryEntry? {
+        guard let value = try exactValue(number.value) else { return nil }
+        return try entry(value: value, match: .exact(number))
     }
 
     /// The rule for the first `length` digits of `number`, if the file has
     /// one of exactly that length (the caller walks the lengths, so that a
     /// journal overlay can take part in the longest-prefix order).
-    public func prefixLookup(_ number: PhoneNumber, length: Int) -> DirectoryEntry? {
+    public func prefixLookup(_ number: PhoneNumber, length: Int) throws(DirectoryError) -> DirectoryEntry? {
         let digits = number.digitCount
         guard length >= 1, length <= digits, header.prefixLengthMask & (1 << UInt32(length)) != 0 else { return nil }
         let prefixDigits = number.value / powersOfTen[digits - length]
-        guard let value = prefixValue(UInt64(length) << 56 | prefixDigits) else { return nil }
-        return entry(value: value, match: .prefix(NumberPrefix(digits: prefixDigits, length: length)!))
+        guard let value = try prefixValue(UInt64(length) << 56 | prefixDigits) else { return nil }
+        return try entry(value: value, match: .prefix(NumberPrefix(digits: prefixDigits, length: length)!))
     }
 
     /// The entry stored for exactly this number or exactly this prefix rule
     /// (a number covered only by a rule has none).
-    public func storedEntry(_ pattern: NumberPattern) -> DirectoryEntry? {
+    public func storedEntry(_ pattern: NumberPattern) throws(DirectoryError) -> DirectoryEntry? {
         switch pattern {
         case .exact(let number):
-            return exactLookup(number)
+            return try exactLookup(number)
         case .prefix(let prefix):
-            guard let value = prefixValue(DirectoryFormat.prefixKey(prefix)) else { return nil }
-            return entry(value: value, match: pattern)
+            guard let value = try prefixValue(DirectoryFormat.prefixKey(prefix)) else { return nil }
+            return try entry(value: value, match: pattern)
         }
     }
 
     /// Eytzinger search: the keys are a sorted array laid out breadth-first,
     /// so the first levels share cache lines and the children four levels
     /// down can be prefetched while comparing (16 keys = two cache lines).
-    @usableFromInline
-    func exactValue(_ x: UInt64) -> UInt32? {
+    func exactValue(_ x: UInt64) throws(DirectoryError) -> UInt32? {
         let keys = self.keys
         let n = entryCount
         var k = 1
-        while k <= n {
-            lookupd_prefetch(keys + 16 &* k)
-            // A branch, not a branch-free step: measured here, speculating
-            // down the predicted child starts its cache miss early and beats
-            // a cmov that waits for every load (560 vs 865 ns at 10^7).
-            k = 2 &* k &+ (keys[k] < x ? 1 : 0)
+        if trusted.load(ordering: .acquiring) {
+            while k <= n {
+                lookupd_prefetch(keys + 16 &* k)
+                // A branch, not a branch-free step: measured here, speculating
+                // down the predicted child starts its cache miss early and beats
+                // a cmov that waits for every load (560 vs 865 ns at 10^7).
+                k = 2 &* k &+ (keys[k] < x ? 1 : 0)
+            }
+        } else {
+            let keysOffset = layout.keysOffset
+            while k <= n {
+                lookupd_prefetch(keys + 16 &* k)
+                try ensureSlow(keysOffset + 8 &* k, 8)
+                k = 2 &* k &+ (keys[k] < x ? 1 : 0)
+            }
         }
         k >>= (~k).trailingZeroBitCount + 1
         guard k != 0, keys[k] == x else { return nil }
+        try ensure(layout.valuesOffset + 4 * k, 4)
         return values[k]
     }
 
-    @usableFromInline
-    func prefixLookup(_ number: PhoneNumber) -> DirectoryEntry? {
+    func prefixLookup(_ number: PhoneNumber) throws(DirectoryError) -> DirectoryEntry? {
         var mask = header.prefixLengthMask
         guard mask != 0 else { return nil }
         let digits = number.digitCount
@@ -212,8 +283,8 @@ public final class DirectoryFile: @unchecked Sendable {
             mask &= ~(UInt32(1) << UInt32(length))
             let prefixDigits = number.value / powersOfTen[digits - length]
             let key = UInt64(length) << 56 | prefixDigits
-            if let value = prefixValue(key) {
-                return entry(value: value, match: .prefix(NumberPrefix(digits: prefixDigits, length: length)!))
+            if let value = try prefixValue(key) {
+                return try entry(value: value, match: .prefix(NumberPrefix(digits: prefixDigits, length: length)!))
             }
         }
         return nil
@@ -227,33 +298,51 @@ public final class DirectoryFile: @unchecked Sendable {
         UInt32(littleEndian: prefixes.loadUnaligned(fromByteOffset: i * 16 + 8, as: UInt32.self))
     }
 
-    private func prefixValue(_ key: UInt64) -> UInt32? {
+    private func prefixValue(_ key: UInt64) throws(DirectoryError) -> UInt32? {
         var lo = 0
         var hi = prefixCount
         while lo < hi {
             let mid = (lo + hi) >> 1
+            try ensure(layout.prefixesOffset + mid * 16, 16)
             let k = prefixKey(at: mid)
             if k < key { lo = mid + 1 } else if k > key { hi = mid } else { return prefixValueWord(at: mid) }
         }
         return nil
     }
 
-    @usableFromInline
-    func entry(value: UInt32, match: NumberPattern) -> DirectoryEntry {
+    /// The entry for a value word; its label's bytes are verified here, so
+    /// that `labelBytes` of a label a lookup returned needs no check.
+    private func entry(value: UInt32, match: NumberPattern) throws(DirectoryError) -> DirectoryEntry {
         let labelPlusOne = value >> 1
         // A label number past the table can only come from a damaged file
         // that was not verified; treat it as no label rather than trust it.
         let label: UInt32? = labelPlusOne == 0 || Int(labelPlusOne) > labelCount ? nil : labelPlusOne - 1
+        if let label, !trusted.load(ordering: .acquiring) { try ensureLabel(label) }
         return DirectoryEntry(blocked: value & 1 != 0, label: label, match: match)
+    }
+
+    /// Verifies label `id`'s two index entries and its bytes.
+    private func ensureLabel(_ id: UInt32) throws(DirectoryError) {
+        let i = Int(id)
+        try ensureSlow(layout.labelIndexOffset + 4 * i, 8)
+        let start = Int(UInt32(littleEndian: labelIndex[i]))
+        let end = Int(UInt32(littleEndian: labelIndex[i + 1]))
+        guard start < end, end <= labelDataSize else { return }
+        try ensureSlow(layout.labelDataOffset + start, end - start)
     }
 
     // MARK: - Labels
 
     /// The UTF-8 bytes of a label, read from the mapping. Valid while this
-    /// object lives. Empty for an out-of-range number or bad offsets.
+    /// object lives. For a label a lookup (or the iteration) returned,
+    /// whose bytes it verified; any other is verified here, and a label
+    /// that is damaged or out of range reads as empty.
     public func labelBytes(_ id: UInt32) -> UnsafeRawBufferPointer {
         let i = Int(id)
         guard i < labelCount else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        if !trusted.load(ordering: .acquiring) {
+            do { try ensureLabel(id) } catch { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        }
         let start = Int(UInt32(littleEndian: labelIndex[i]))
         let end = Int(UInt32(littleEndian: labelIndex[i + 1]))
         guard start <= end, end <= labelDataSize, end - start <= DirectoryFormat.maxLabelBytes else {
@@ -269,22 +358,26 @@ public final class DirectoryFile: @unchecked Sendable {
     // MARK: - Iteration
 
     /// Calls `body` for every exact entry in ascending number order, then for
-    /// every prefix rule in ascending (length, digits) order.
-    public func forEachEntry(_ body: (DirectoryEntry) throws -> Void) rethrows {
-        try forEachExactInOrder { key, value in
-            try body(entry(value: value, match: .exact(PhoneNumber(unchecked: key))))
+    /// every prefix rule in ascending (length, digits) order. Throws, before
+    /// handing it over, for an entry in a damaged block.
+    public func forEachEntry(_ body: (DirectoryEntry) -> Void) throws(DirectoryError) {
+        try forEachExactInOrder { (key, value) throws(DirectoryError) in
+            body(try entry(value: value, match: .exact(PhoneNumber(unchecked: key))))
         }
         for i in 0..<prefixCount {
+            try ensure(layout.prefixesOffset + i * 16, 16)
             let key = prefixKey(at: i)
             let length = Int(key >> 56)
             let digits = key & ((1 << 56) - 1)
             guard let prefix = NumberPrefix(digits: digits, length: length) else { continue }
-            try body(entry(value: prefixValueWord(at: i), match: .prefix(prefix)))
+            body(try entry(value: prefixValueWord(at: i), match: .prefix(prefix)))
         }
     }
 
     /// In-order walk of the Eytzinger tree, i.e. ascending key order.
-    func forEachExactInOrder(_ body: (UInt64, UInt32) throws -> Void) rethrows {
+    /// `checked`: verify each slot's blocks first (false only for the
+    /// structural pass, which runs on bytes whose checksums matched).
+    func forEachExactInOrder(checked: Bool = true, _ body: (UInt64, UInt32) throws(DirectoryError) -> Void) throws(DirectoryError) {
         let n = entryCount
         guard n > 0 else { return }
         // Descend left as far as possible, then climb: iterative so depth
@@ -292,6 +385,10 @@ public final class DirectoryFile: @unchecked Sendable {
         var k = 1
         while 2 * k <= n { k *= 2 }
         while true {
+            if checked {
+                try ensure(layout.keysOffset + 8 * k, 8)
+                try ensure(layout.valuesOffset + 4 * k, 4)
+            }
             try body(keys[k], values[k])
             if 2 * k + 1 <= n {
                 k = 2 * k + 1
@@ -307,29 +404,67 @@ public final class DirectoryFile: @unchecked Sendable {
 
     // MARK: - Verification
 
-    /// Full check of the content: checksum, ascending keys without
+    /// Checks every block's checksum (version 2) or the content checksum
+    /// (version 1), without the structural checks of `verify()`: what
+    /// `lookupd inspect` reports. Returns the damaged ranges found (the
+    /// first `limit`) and how many there are.
+    public func verifyBlocks(limit: Int = 10) -> (damaged: [DirectoryError], total: Int) {
+        guard let verifier else {
+            do { try checkContentChecksumVersion1() } catch { return ([error], 1) }
+            return ([], 0)
+        }
+        let mapped = UnsafeMutableRawPointer(mutating: base)
+        _ = madvise(mapped, size, MADV_SEQUENTIAL)
+        defer { _ = madvise(mapped, size, MADV_RANDOM) }
+        let found = verifier.verifyAll(limit: limit)
+        if found.total == 0 { trusted.store(true, ordering: .releasing) }
+        return found
+    }
+
+    /// Full check of the content: every checksum, ascending keys without
     /// duplicates, valid value words and prefix rules, well-formed labels
-    /// and the counts in the header. Reads the whole file.
+    /// and the counts in the header. Reads the whole file. Afterwards
+    /// lookups check nothing more.
     public func verify() throws(DirectoryError) {
+        if verifier == nil {
+            try ensureSlow(0, 0)
+            return
+        }
+        let found = verifyBlocks(limit: 1)
+        if let first = found.damaged.first { throw first }
+        try verifyStructure()
+        trusted.store(true, ordering: .releasing)
+    }
+
+    private func checkContentChecksumVersion1() throws(DirectoryError) {
         let mapped = UnsafeMutableRawPointer(mutating: base)
         _ = madvise(mapped, size, MADV_SEQUENTIAL)
         defer { _ = madvise(mapped, size, MADV_RANDOM) }
         let content = UnsafeRawBufferPointer(start: base + DirectoryFormat.headerSize, count: size - DirectoryFormat.headerSize)
         guard XXH64.hash(content) == header.contentChecksum else { throw .contentChecksumMismatch(path: path) }
+    }
 
+    private func verifyWholeVersion1() throws(DirectoryError) {
+        try checkContentChecksumVersion1()
+        try verifyStructure()
+    }
+
+    /// The structural checks, on bytes whose checksums already matched.
+    private func verifyStructure() throws(DirectoryError) {
         guard keys[0] == 0, values[0] == 0 else { throw .corrupt(path: path, reason: "unused slot 0 is not zero") }
         var previous: UInt64? = nil
         var blocked: UInt64 = 0
         var identified: UInt64 = 0
         var problem: String? = nil
-        forEachExactInOrder { key, value in
-            guard problem == nil else { return }
-            if let p = previous, key <= p {
-                problem = key == p ? "duplicate number +\(key)" : "numbers not in ascending order at +\(key)"
-            } else if PhoneNumber(value: key) == nil {
-                problem = "+\(key) is not a valid E.164 number"
-            } else if let reason = checkValue(value) {
-                problem = "entry +\(key): \(reason)"
+        try forEachExactInOrder(checked: false) { key, value in
+            if problem == nil {
+                if let p = previous, key <= p {
+                    problem = key == p ? "duplicate number +\(key)" : "numbers not in ascending order at +\(key)"
+                } else if PhoneNumber(value: key) == nil {
+                    problem = "+\(key) is not a valid E.164 number"
+                } else if let reason = checkValue(value) {
+                    problem = "entry +\(key): \(reason)"
+                }
             }
             if value & 1 != 0 { blocked += 1 }
             if value >> 1 != 0 { identified += 1 }

@@ -1,16 +1,29 @@
 import Glibc
 
-/// Constants and layout of the directory file, format version 1.
+/// Constants and layout of the directory file, format versions 1 and 2.
 /// docs/FORMAT.md is the byte-by-byte specification; keep the two in step.
 public enum DirectoryFormat {
     /// "\x89LKD\r\n\x1a\n": a non-ASCII first byte so text tools do not take
     /// the file for text, and CR LF / ^Z / LF to catch newline translation
     /// (the PNG trick).
     public static let magic: [UInt8] = [0x89, 0x4C, 0x4B, 0x44, 0x0D, 0x0A, 0x1A, 0x0A]
-    public static let version: UInt32 = 1
+    /// The version this lookupd writes: 2 adds a checksum per block, so a
+    /// reader can verify what it touches instead of the whole file.
+    public static let version: UInt32 = 2
+    /// Versions this lookupd reads. Version 1 has one checksum over the
+    /// whole content, so a reader verifies a version-1 file completely
+    /// before answering from it.
+    public static let readableVersions: ClosedRange<UInt32> = 1...2
     public static let headerSize = 256
     /// Bytes of the header covered by the header checksum (all but the checksum itself).
     static let headerChecksummed = 248
+    /// log2 of the checksum block size written: 4 KiB, chosen by measurement
+    /// (docs/BENCHMARKS.md, "Directory: block checksums"): a lookup in a
+    /// 10^8-entry file first-touches about 20 blocks, 80 KiB of hashing,
+    /// and the checksums cost 0.2 % of the file.
+    public static let defaultBlockShift: UInt32 = 12
+    /// Block sizes a reader accepts: 512 bytes to 1 MiB.
+    public static let blockShiftRange: ClosedRange<UInt32> = 9...20
     /// Longest label, in UTF-8 bytes. SIP display names travel in every
     /// answer; 255 keeps them within one UDP datagram with room to spare.
     public static let maxLabelBytes = 255
@@ -18,6 +31,9 @@ public enum DirectoryFormat {
     static let flagEytzinger: UInt32 = 1
     /// Most labels a file can hold: the value word keeps the label number in 31 bits.
     public static let maxLabels = Int(Int32.max) - 1
+    /// Seed of the checksum of block j of the checksum table (data block i
+    /// is seeded with i): a block moved to another place never validates.
+    static let tableSeedBase: UInt64 = 1 << 63
 
     /// Value word of an entry: bit 0 = blocks; bits 1...31 = label number + 1 (0 = no label).
     @inlinable
@@ -41,12 +57,26 @@ struct DirectoryLayout: Equatable {
     var prefixesOffset: Int
     var labelIndexOffset: Int
     var labelDataOffset: Int
+    /// End of the label data, padded: the end of what the block checksums
+    /// cover (version 2), or of the file (version 1).
+    var contentEnd: Int
+    /// Version 2: log2 of the block size; 0 for version 1.
+    var blockShift: Int
+    /// Version 2: data blocks, i.e. entries of the checksum table.
+    var blockCount: Int
+    /// Version 2: the checksum table (one XXH64 per data block).
+    var tableOffset: Int
+    /// Version 2: blocks of the checksum table, i.e. entries of the root table.
+    var tableBlockCount: Int
+    /// Version 2: the root table (one XXH64 per block of the checksum table).
+    var rootOffset: Int
     var fileSize: Int
 
     static func align8(_ x: Int) -> Int { (x + 7) & ~7 }
 
     /// nil when the counts cannot describe a file on this machine (overflow).
-    init?(entryCount n: UInt64, prefixCount p: UInt64, labelCount m: UInt64, labelDataSize d: UInt64) {
+    /// `blockShift` nil lays out a version-1 file.
+    init?(entryCount n: UInt64, prefixCount p: UInt64, labelCount m: UInt64, labelDataSize d: UInt64, blockShift: UInt32?) {
         let limit: UInt64 = 1 << 52
         guard n < limit / 8, p < limit / 16, m < limit / 4, d < limit else { return nil }
         let n = Int(n), p = Int(p), m = Int(m), d = Int(d)
@@ -55,7 +85,49 @@ struct DirectoryLayout: Equatable {
         prefixesOffset = DirectoryLayout.align8(valuesOffset + (n + 1) * 4)
         labelIndexOffset = prefixesOffset + p * 16
         labelDataOffset = labelIndexOffset + (m + 1) * 4
-        fileSize = DirectoryLayout.align8(labelDataOffset + d)
+        contentEnd = DirectoryLayout.align8(labelDataOffset + d)
+        guard let shift = blockShift else {
+            self.blockShift = 0
+            blockCount = 0
+            tableOffset = contentEnd
+            tableBlockCount = 0
+            rootOffset = contentEnd
+            fileSize = contentEnd
+            return
+        }
+        guard DirectoryFormat.blockShiftRange.contains(shift) else { return nil }
+        let size = 1 << Int(shift)
+        self.blockShift = Int(shift)
+        blockCount = (contentEnd - DirectoryFormat.headerSize + size - 1) >> Int(shift)
+        tableOffset = contentEnd
+        tableBlockCount = (blockCount * 8 + size - 1) >> Int(shift)
+        rootOffset = tableOffset + blockCount * 8
+        fileSize = rootOffset + tableBlockCount * 8
+    }
+
+    /// Version 2: the file bytes data block `i` covers.
+    func block(_ i: Int) -> Range<Int> {
+        let start = DirectoryFormat.headerSize + i << blockShift
+        return start..<min(start + 1 << blockShift, contentEnd)
+    }
+
+    /// Version 2: the file bytes block `j` of the checksum table covers.
+    func tableBlock(_ j: Int) -> Range<Int> {
+        let start = tableOffset + j << blockShift
+        return start..<min(start + 1 << blockShift, rootOffset)
+    }
+
+    /// The sections a byte range overlaps, for messages.
+    func sections(_ range: Range<Int>) -> String {
+        var names: [String] = []
+        let parts: [(String, Range<Int>)] = [
+            ("keys", keysOffset..<valuesOffset), ("values", valuesOffset..<prefixesOffset),
+            ("prefix rules", prefixesOffset..<labelIndexOffset), ("label index", labelIndexOffset..<labelDataOffset),
+            ("label data", labelDataOffset..<contentEnd), ("checksum table", tableOffset..<rootOffset),
+            ("root table", rootOffset..<fileSize),
+        ]
+        for (name, section) in parts where section.overlaps(range) { names.append(name) }
+        return names.joined(separator: ", ")
     }
 }
 
@@ -76,6 +148,9 @@ public struct DirectoryHeader: Equatable, Sendable {
     public var labelIndexOffset: UInt64 = 0
     public var labelDataOffset: UInt64 = 0
     public var labelDataSize: UInt64 = 0
+    /// Version 1: XXH64 of everything after the header. Version 2: XXH64
+    /// of the root table, which covers the checksum table, which covers
+    /// every data block: the one value that seals the whole content.
     public var contentChecksum: UInt64 = 0
     public var flags: UInt32 = DirectoryFormat.flagEytzinger
     /// Bit L set when a prefix of L digits exists, so a lookup only searches
@@ -87,9 +162,23 @@ public struct DirectoryHeader: Equatable, Sendable {
     /// The last record of that journal merged into this file; readers apply
     /// only the journal's later records on top.
     public var journalSequence: UInt64 = 0
+    /// Version 2: log2 of the checksum block size (0 in version 1).
+    public var blockShift: UInt32 = 0
+    /// Version 2: end of the label data section, where the checksums begin.
+    public var contentEnd: UInt64 = 0
+    /// Version 2: data blocks (entries of the checksum table).
+    public var blockCount: UInt64 = 0
+    /// Version 2: where the checksum table and the root table start.
+    public var checksumTableOffset: UInt64 = 0
+    public var rootTableOffset: UInt64 = 0
+    /// Version 2: entries of the root table (blocks of the checksum table).
+    public var rootTableCount: UInt64 = 0
     public var headerChecksum: UInt64 = 0
 
     public init() {}
+
+    /// Block size in bytes (version 2), 0 for version 1.
+    public var blockSize: Int { blockShift == 0 ? 0 : 1 << Int(blockShift) }
 
     /// Serializes to the 256-byte on-disk header, computing the header checksum.
     func encoded() -> [UInt8] {
@@ -118,6 +207,15 @@ public struct DirectoryHeader: Equatable, Sendable {
             put32(132, prefixLengthMask)
             put64(136, journalID)
             put64(144, journalSequence)
+            // 152...167 belong to the numbering plan (NumberingPlan's fields).
+            if formatVersion >= 2 {
+                put32(168, blockShift)
+                put64(176, contentEnd)
+                put64(184, blockCount)
+                put64(192, checksumTableOffset)
+                put64(200, rootTableOffset)
+                put64(208, rootTableCount)
+            }
             let checksum = XXH64.hash(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(raw)[0..<DirectoryFormat.headerChecksummed]))
             put64(248, checksum)
         }
@@ -142,7 +240,7 @@ public struct DirectoryHeader: Equatable, Sendable {
         func get64(_ offset: Int) -> UInt64 { UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) }
         var h = DirectoryHeader()
         h.formatVersion = get32(8)
-        guard h.formatVersion == DirectoryFormat.version else {
+        guard DirectoryFormat.readableVersions.contains(h.formatVersion) else {
             throw .unsupportedVersion(path: path, version: h.formatVersion)
         }
         guard raw.count >= DirectoryFormat.headerSize else {
@@ -174,6 +272,20 @@ public struct DirectoryHeader: Equatable, Sendable {
         // here, which reads as "no journal merged".
         h.journalID = get64(136)
         h.journalSequence = get64(144)
+        if h.formatVersion >= 2 {
+            h.blockShift = get32(168)
+            h.contentEnd = get64(176)
+            h.blockCount = get64(184)
+            h.checksumTableOffset = get64(192)
+            h.rootTableOffset = get64(200)
+            h.rootTableCount = get64(208)
+            var reservedClear = get32(172) == 0
+            for offset in stride(from: 216, to: 248, by: 8) where get64(offset) != 0 { reservedClear = false }
+            guard reservedClear else { throw .corrupt(path: path, reason: "reserved header bytes are not zero") }
+            guard DirectoryFormat.blockShiftRange.contains(h.blockShift) else {
+                throw .corrupt(path: path, reason: "block size 2^\(h.blockShift) is outside 2^9...2^20")
+            }
+        }
         if h.fileSize > UInt64(actualSize) {
             throw .truncated(path: path, expected: h.fileSize, actual: actualSize)
         }
@@ -189,18 +301,27 @@ public struct DirectoryHeader: Equatable, Sendable {
         guard h.labelCount <= UInt64(DirectoryFormat.maxLabels) else {
             throw .corrupt(path: path, reason: "label count \(h.labelCount) exceeds the format's limit")
         }
-        guard let layout = DirectoryLayout(entryCount: h.entryCount, prefixCount: h.prefixCount,
-                                           labelCount: h.labelCount, labelDataSize: h.labelDataSize),
+        guard let layout = h.layout,
               // Compared as UInt64: Int(h.keysOffset) would trap on an offset above Int.max.
               UInt64(layout.keysOffset) == h.keysOffset, UInt64(layout.valuesOffset) == h.valuesOffset,
               UInt64(layout.prefixesOffset) == h.prefixesOffset, UInt64(layout.labelIndexOffset) == h.labelIndexOffset,
-              UInt64(layout.labelDataOffset) == h.labelDataOffset, UInt64(layout.fileSize) == h.fileSize else {
+              UInt64(layout.labelDataOffset) == h.labelDataOffset, UInt64(layout.fileSize) == h.fileSize,
+              h.formatVersion == 1 || (UInt64(layout.contentEnd) == h.contentEnd && UInt64(layout.blockCount) == h.blockCount
+                                       && UInt64(layout.tableOffset) == h.checksumTableOffset
+                                       && UInt64(layout.rootOffset) == h.rootTableOffset
+                                       && UInt64(layout.tableBlockCount) == h.rootTableCount) else {
             throw .corrupt(path: path, reason: "section offsets do not match the counts in the header")
         }
         guard h.blockedCount <= h.entryCount + h.prefixCount, h.identifiedCount <= h.entryCount + h.prefixCount else {
             throw .corrupt(path: path, reason: "blocked/identified counts exceed the entry count")
         }
         return h
+    }
+
+    /// The layout the counts describe (version 2: with the block size).
+    var layout: DirectoryLayout? {
+        DirectoryLayout(entryCount: entryCount, prefixCount: prefixCount, labelCount: labelCount, labelDataSize: labelDataSize,
+                        blockShift: formatVersion >= 2 ? blockShift : nil)
     }
 }
 
@@ -213,6 +334,9 @@ public enum DirectoryError: Error, Equatable, Sendable, CustomStringConvertible 
     case unsupportedVersion(path: String, version: UInt32)
     case headerChecksumMismatch(path: String)
     case contentChecksumMismatch(path: String)
+    /// Version 2: bytes that fail their block checksum (or a block of the
+    /// checksum table that fails the root table).
+    case damagedBlock(path: String, offset: Int, length: Int, sections: String)
     case corrupt(path: String, reason: String)
     case tooLarge(String)
 
@@ -226,11 +350,13 @@ public enum DirectoryError: Error, Equatable, Sendable, CustomStringConvertible 
             if let expected { return "\(path): truncated: \(actual) bytes, the header says \(expected)" }
             return "\(path): truncated: \(actual) bytes is too short for a directory header"
         case .unsupportedVersion(let path, let version):
-            return "\(path): unsupported directory format version \(version) (this lookupd reads version \(DirectoryFormat.version))"
+            return "\(path): unsupported directory format version \(version) (this lookupd reads versions \(DirectoryFormat.readableVersions.lowerBound) to \(DirectoryFormat.readableVersions.upperBound))"
         case .headerChecksumMismatch(let path):
             return "\(path): header checksum mismatch (the file is damaged)"
         case .contentChecksumMismatch(let path):
             return "\(path): content checksum mismatch (the file is damaged)"
+        case .damagedBlock(let path, let offset, let length, let sections):
+            return "\(path): damaged: bytes \(offset)...\(offset + length - 1) (\(sections)) do not match their checksum (the file is damaged)"
         case .corrupt(let path, let reason):
             return "\(path): corrupt directory: \(reason)"
         case .tooLarge(let reason):

@@ -7,8 +7,11 @@ import Glibc
 /// The directory file itself is never modified in place: additions and
 /// removals are appended to the journal, and compaction writes a complete
 /// new file (DirectoryWriter, atomic rename) that records in its header
-/// which journal records it already contains. Every step holds the
-/// journal's lock, so changes and compactions happen one at a time.
+/// which journal records it already contains. The journal is the
+/// operator's layer: it keeps the latest change of every number and rule
+/// through compactions, so a file compiled anew (which names no journal)
+/// gets every change laid over it again. Every step holds the journal's
+/// lock, so changes and compactions happen one at a time.
 public enum DirectoryUpdates {
     /// What a directory and its journal say about one number or prefix rule.
     public struct StoredEntry: Equatable, Sendable {
@@ -30,7 +33,7 @@ public enum DirectoryUpdates {
     }
 
     /// Adds a number or prefix rule, or replaces what the directory says
-    /// about it. Adding an identical entry again writes nothing.
+    /// about it. Adding what the journal already holds writes nothing.
     public static func add(_ pattern: NumberPattern, blocked: Bool, label: [UInt8]?, directory path: String) throws(JournalError) -> Change {
         if let label, let problem = label.withUnsafeBytes({ LabelRules.problem($0) }) { throw .invalid("bad label: \(problem)") }
         guard blocked || label != nil else { throw .invalid("an entry must block or carry a label") }
@@ -38,8 +41,12 @@ public enum DirectoryUpdates {
             throw .invalid("\(path): cannot create the journal")
         }
         let base = try openBase(path)
-        let previous = stored(pattern, base: base, state: journal.state)
-        if let previous, previous.blocked == blocked, previous.label == label {
+        let previous: StoredEntry?
+        do { previous = try stored(pattern, base: base, state: journal.state) } catch { throw .directory(error) }
+        // Written even when the file already says so: the journal is what
+        // survives the next rebuild of the file. Only a change the journal
+        // itself already holds is a repeat.
+        if let latest = journal.state.latest[JournalRecord.key(pattern)], latest.operation == .add(blocked: blocked, label: label) {
             return Change(record: nil, previous: previous, discardedTail: journal.discardedTail)
         }
         let record = try journal.append(key: JournalRecord.key(pattern), .add(blocked: blocked, label: label))
@@ -54,24 +61,89 @@ public enum DirectoryUpdates {
             throw .invalid("\(path): cannot create the journal")
         }
         let base = try openBase(path)
-        guard let previous = stored(pattern, base: base, state: journal.state) else {
-            throw .notPresent(directory: path, pattern: pattern)
-        }
+        let found: StoredEntry?
+        do { found = try stored(pattern, base: base, state: journal.state) } catch { throw .directory(error) }
+        guard let previous = found else { throw .notPresent(directory: path, pattern: pattern) }
         let record = try journal.append(key: JournalRecord.key(pattern), .remove)
         return Change(record: record, previous: previous, discardedTail: journal.discardedTail)
     }
 
     /// What the directory file and the records it has not merged say about
     /// exactly this number or prefix rule.
-    public static func stored(_ pattern: NumberPattern, base: DirectoryFile, state: JournalState) -> StoredEntry? {
+    public static func stored(_ pattern: NumberPattern, base: DirectoryFile, state: JournalState) throws(DirectoryError) -> StoredEntry? {
         if let record = state.latest[JournalRecord.key(pattern)], record.sequence > state.mergedThrough(base.header) {
             switch record.operation {
             case .add(let blocked, let label): return StoredEntry(blocked: blocked, label: label, record: record.sequence)
             case .remove: return nil
             }
         }
-        guard let entry = base.storedEntry(pattern) else { return nil }
+        guard let entry = try base.storedEntry(pattern) else { return nil }
         return StoredEntry(blocked: entry.blocked, label: entry.label.map { Array(base.labelBytes($0)) }, record: nil)
+    }
+
+    /// What the directory answers, entry by entry: the file's entries with
+    /// `pending` (the journal records it has not merged) applied, exact
+    /// numbers ascending, then prefix rules ascending, as `lookupd export`
+    /// writes them. The label bytes are valid during the call only.
+    public static func forEachEffectiveEntry(_ base: DirectoryFile, pending: [JournalRecord],
+                                             _ body: (NumberPattern, Bool, UnsafeRawBufferPointer?) -> Void) throws(DirectoryError) {
+        let changes = pending.sorted { $0.key < $1.key }
+        var next = 0
+        func emit(_ record: JournalRecord) {
+            guard case .add(let blocked, let label) = record.operation else { return }
+            if let label { label.withUnsafeBytes { body(record.pattern, blocked, $0) } } else { body(record.pattern, blocked, nil) }
+        }
+        // Both sides ascend by key, and every exact key is below every
+        // prefix key (the digit count is in the top byte): one merging walk.
+        try base.forEachEntry { entry in
+            let key = JournalRecord.key(entry.match)
+            while next < changes.count, changes[next].key < key {
+                emit(changes[next])
+                next += 1
+            }
+            if next < changes.count, changes[next].key == key {
+                emit(changes[next])
+                next += 1
+                return
+            }
+            if let label = entry.label { body(entry.match, entry.blocked, base.labelBytes(label)) } else { body(entry.match, entry.blocked, nil) }
+        }
+        while next < changes.count {
+            emit(changes[next])
+            next += 1
+        }
+    }
+
+    /// A directory file that holds changes its journal no longer has: a
+    /// compaction by lookupd 0.1 merged records into the file and emptied
+    /// the journal, so those changes exist only in this file and a new
+    /// file compiled over it would lose them.
+    public struct ChangesOnlyInFile: Sendable, CustomStringConvertible {
+        public var path: String
+        public var journalID: UInt64
+        /// Records 1 through this were merged into the file and are gone from the journal.
+        public var throughSequence: UInt64
+
+        public var description: String {
+            "\(path) holds changes made with lookupd add/remove (records 1 to \(throughSequence) of its journal) that a compaction by an older lookupd merged into it and removed from \(JournalFormat.path(forDirectory: path)); a new file in its place would lose them"
+        }
+    }
+
+    /// The changes only `path` holds, nil when its journal has every change
+    /// merged into it (or the file merged none, or does not exist).
+    public static func changesOnlyInFile(_ path: String) throws(JournalError) -> ChangesOnlyInFile? {
+        let header: DirectoryHeader
+        do { header = try DirectoryFile.readHeader(path: path) } catch {
+            if case .system(_, _, let code) = error, code == ENOENT { return nil }
+            throw .directory(error)
+        }
+        guard header.journalID != 0, header.journalSequence > 0 else { return nil }
+        let journal = try JournalFollower.read(path: JournalFormat.path(forDirectory: path))
+        guard let state = journal?.state, state.journalID == header.journalID else {
+            return ChangesOnlyInFile(path: path, journalID: header.journalID, throughSequence: header.journalSequence)
+        }
+        guard state.baseSequence > 0 else { return nil }
+        return ChangesOnlyInFile(path: path, journalID: header.journalID, throughSequence: min(state.baseSequence, header.journalSequence))
     }
 
     static func openBase(_ path: String) throws(JournalError) -> DirectoryFile {
@@ -84,17 +156,20 @@ public enum DirectoryUpdates {
     public enum CompactionPhase: String, Sendable, CaseIterable {
         /// The merged content is built; nothing is written yet.
         case merged
-        /// The new directory file is in place; the journal still holds the merged records.
+        /// The new directory file is in place; the journal is as it was.
         case directoryWritten = "directory-written"
-        /// The journal is replaced by an empty one.
-        case journalReplaced = "journal-replaced"
+        /// The journal is rewritten without its superseded records.
+        case journalRewritten = "journal-rewritten"
     }
 
     public struct CompactionSummary: Sendable {
-        /// Numbers and prefix rules the journal changed (latest record of each).
+        /// Numbers and prefix rules merged into the file now (the latest
+        /// record of each that the file did not hold yet).
         public var mergedEntries = 0
-        /// Journal records folded in (superseded ones included).
-        public var mergedRecords: UInt64 = 0
+        /// Numbers and prefix rules the journal changes; it keeps them all.
+        public var changes = 0
+        /// Superseded records dropped from the journal.
+        public var droppedRecords: UInt64 = 0
         /// The last record the directory now contains.
         public var throughSequence: UInt64 = 0
         public var journalID: UInt64 = 0
@@ -102,19 +177,26 @@ public enum DirectoryUpdates {
         public var prefixRules = 0
         /// A new directory file was written.
         public var rewroteDirectory = false
-        /// The journal was replaced by an empty one.
-        public var replacedJournal = false
+        /// The journal was rewritten (superseded records dropped, or a
+        /// version-1 journal upgraded).
+        public var rewroteJournal = false
         public var discardedTail: JournalTail?
     }
 
-    /// Merges the journal's unmerged records into a new directory file and
-    /// starts an empty journal after them.
+    /// Merges the journal's unmerged records into a new directory file, so
+    /// that lookups find them in the file rather than in memory, and drops
+    /// the superseded records from the journal. The journal keeps the
+    /// latest record of every number and prefix rule it changes: those are
+    /// the operator's changes, and a directory file compiled anew (the
+    /// nightly rebuild, `lookupd update`) names no journal, so the whole
+    /// journal applies to it again and no change is lost.
     ///
     /// Crash safety: the new file names the journal and the last record it
     /// merged, and readers apply only later records; so until the new file
     /// is renamed in, the old file and the whole journal are in force, and
     /// after it, the new file with no record applied twice. The journal is
-    /// emptied last; a crash before that leaves records readers skip.
+    /// rewritten last, keeping every record that still decides something,
+    /// so a crash before or after that leaves the same answers.
     public static func compact(directory path: String, phase: ((CompactionPhase) -> Void)? = nil) throws(JournalError) -> CompactionSummary {
         var summary = CompactionSummary()
         guard let journal = try LockedJournal.open(path: JournalFormat.path(forDirectory: path), create: false) else {
@@ -130,18 +212,18 @@ public enum DirectoryUpdates {
         do { try base.verify() } catch { throw .directory(error) }
         let state = journal.state
         let pending = state.pending(over: base.header)
-        var through = max(state.mergedThrough(base.header), state.lastSequence)
+        summary.changes = state.changeCount
+        summary.throughSequence = state.mergedThrough(base.header)
         if pending.isEmpty {
             summary.exactEntries = base.count
             summary.prefixRules = base.prefixRuleCount
-            through = max(state.mergedThrough(base.header), state.baseSequence)
         } else {
-            var content = merge(base, pending)
+            var content: DirectoryContent
+            do { content = try merge(base, pending) } catch { throw .directory(error) }
             content.journalID = state.journalID
             content.journalSequence = state.lastSequence
-            through = state.lastSequence
+            summary.throughSequence = state.lastSequence
             summary.mergedEntries = pending.count
-            summary.mergedRecords = state.lastSequence - max(state.mergedThrough(base.header), state.baseSequence)
             summary.exactEntries = content.exactKeys.count
             summary.prefixRules = content.prefixKeys.count
             phase?(.merged)
@@ -149,11 +231,11 @@ public enum DirectoryUpdates {
             summary.rewroteDirectory = true
             phase?(.directoryWritten)
         }
-        summary.throughSequence = through
-        if state.recordCount > 0 {
-            try journal.replace(baseSequence: max(through, state.lastSequence))
-            summary.replacedJournal = true
-            phase?(.journalReplaced)
+        if state.recordCount > UInt64(state.changeCount) || state.version < JournalFormat.version {
+            summary.droppedRecords = state.recordCount - UInt64(state.changeCount)
+            try journal.rewrite()
+            summary.rewroteJournal = true
+            phase?(.journalRewritten)
         }
         return summary
     }
@@ -161,7 +243,7 @@ public enum DirectoryUpdates {
     /// The base's entries with the pending records applied: an addition
     /// replaces or adds, a removal drops. Labels are rebuilt so that the
     /// file holds only labels in use, in byte order (as the compiler does).
-    static func merge(_ base: DirectoryFile, _ pending: [JournalRecord]) -> DirectoryContent {
+    static func merge(_ base: DirectoryFile, _ pending: [JournalRecord]) throws(DirectoryError) -> DirectoryContent {
         var labels: [[UInt8]] = []
         var labelIDs: [[UInt8]: UInt32] = [:]
         var baseLabels: [UInt32: UInt32] = [:]
@@ -193,7 +275,7 @@ public enum DirectoryUpdates {
         exact.reserve(base.count)
         // Both sides ascend by key: one merging walk (the base's exact
         // entries come first, then its prefix rules, each in key order).
-        base.forEachEntry { entry in
+        try base.forEachEntry { entry in
             let key = JournalRecord.key(entry.match)
             if key >> 56 == 0 {
                 exact.merge(key: key, base: { value(entry) }, change: value)

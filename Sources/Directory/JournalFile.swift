@@ -76,7 +76,7 @@ public final class JournalFollower {
             let got = try read(fd, into: &head, at: 0)
             if got == JournalFormat.headerSize,
                let header = try? JournalFormat.decodeHeader(head[...], path: path),
-               header.journalID == state.journalID, header.baseSequence == state.baseSequence {
+               header.journalID == state.journalID, header.baseSequence == state.baseSequence, header.version == state.version {
                 let update = try readRecords(fd, from: end, size: size)
                 identity = now
                 return update
@@ -89,11 +89,12 @@ public final class JournalFollower {
         fresh.journalID = header.journalID
         fresh.baseSequence = header.baseSequence
         fresh.lastSequence = header.baseSequence
+        fresh.version = header.version
         let scanned = bytes.withUnsafeBytes { raw in
             JournalFormat.scan(UnsafeRawBufferPointer(rebasing: raw[JournalFormat.headerSize...]), base: JournalFormat.headerSize,
-                               journalID: header.journalID, after: header.baseSequence) { fresh.apply($0) }
+                               journalID: header.journalID, after: header.baseSequence, version: header.version) { fresh.apply($0) }
         }
-        let newTail = try classifyTail(scanned, bytes[min(scanned.end, bytes.count)...])
+        let newTail = try classifyTail(scanned, bytes[min(scanned.end, bytes.count)...], version: header.version)
         state = fresh
         end = scanned.end
         identity = now
@@ -130,9 +131,9 @@ public final class JournalFollower {
         var added = state
         let scanned = bytes.withUnsafeBytes { raw in
             JournalFormat.scan(UnsafeRawBufferPointer(rebasing: raw[0..<got]), base: offset,
-                               journalID: state.journalID, after: state.lastSequence) { added.apply($0) }
+                               journalID: state.journalID, after: state.lastSequence, version: state.version) { added.apply($0) }
         }
-        let newTail = try classifyTail(scanned, bytes[min(scanned.end - offset, got)..<got])
+        let newTail = try classifyTail(scanned, bytes[min(scanned.end - offset, got)..<got], version: state.version)
         update.changed = scanned.end > offset
         state = added
         end = scanned.end
@@ -154,9 +155,9 @@ public final class JournalFollower {
         }
     }
 
-    private func classifyTail(_ scanned: JournalFormat.ScanEnd, _ rest: ArraySlice<UInt8>) throws(JournalError) -> JournalTail? {
+    private func classifyTail(_ scanned: JournalFormat.ScanEnd, _ rest: ArraySlice<UInt8>, version: UInt32) throws(JournalError) -> JournalTail? {
         guard !rest.isEmpty else { return nil }
-        let tail = rest.withUnsafeBytes { JournalFormat.tail($0, offset: scanned.end, reason: scanned.problem ?? "unreadable") }
+        let tail = rest.withUnsafeBytes { JournalFormat.tail($0, offset: scanned.end, reason: scanned.problem ?? "unreadable", version: version) }
         if !tail.isTorn {
             throw .damaged(path: path, offset: tail.offset, bytes: tail.length, reason: tail.reason)
         }
@@ -270,13 +271,15 @@ public final class LockedJournal {
         state.journalID = header.journalID
         state.baseSequence = header.baseSequence
         state.lastSequence = header.baseSequence
+        state.version = header.version
         let scanned = bytes.withUnsafeBytes { raw in
             JournalFormat.scan(UnsafeRawBufferPointer(rebasing: raw[JournalFormat.headerSize..<got]), base: JournalFormat.headerSize,
-                               journalID: header.journalID, after: header.baseSequence) { state.apply($0) }
+                               journalID: header.journalID, after: header.baseSequence, version: header.version) { state.apply($0) }
         }
         if scanned.end < got {
             let tail = bytes.withUnsafeBytes { raw in
-                JournalFormat.tail(UnsafeRawBufferPointer(rebasing: raw[scanned.end..<got]), offset: scanned.end, reason: scanned.problem ?? "unreadable")
+                JournalFormat.tail(UnsafeRawBufferPointer(rebasing: raw[scanned.end..<got]), offset: scanned.end,
+                                   reason: scanned.problem ?? "unreadable", version: header.version)
             }
             guard tail.isTorn else { throw .damaged(path: path, offset: tail.offset, bytes: tail.length, reason: tail.reason) }
             try LockedJournal.truncate(fd, to: scanned.end, path: path)
@@ -290,10 +293,15 @@ public final class LockedJournal {
     deinit { fd.close() }
 
     /// Appends one record and syncs it to disk before returning: once this
-    /// returns, the record survives a crash.
-    public func append(key: UInt64, _ operation: JournalOperation) throws(JournalError) -> JournalRecord {
+    /// returns, the record survives a crash. A version-1 journal is first
+    /// rewritten as version 2 (`rewrite`), since the two do not mix.
+    public func append(key: UInt64, _ operation: JournalOperation, time: Int64 = Int64(Glibc.time(nil))) throws(JournalError) -> JournalRecord {
         precondition(!replaced, "append to a journal that was replaced")
-        let record = JournalRecord(sequence: state.lastSequence + 1, key: key, operation: operation)
+        if state.version < JournalFormat.version {
+            let upgraded = try rewrite()
+            return try upgraded.append(key: key, operation, time: time)
+        }
+        let record = JournalRecord(sequence: state.lastSequence + 1, key: key, operation: operation, time: time)
         let bytes = JournalFormat.encode(record, journalID: state.journalID)
         try LockedJournal.writeAll(fd, bytes, at: end, path: path)
         try LockedJournal.sync(fd, path: path)
@@ -302,27 +310,60 @@ public final class LockedJournal {
         return record
     }
 
-    /// Replaces the journal with an empty one with the same id whose first
-    /// record will be `baseSequence` + 1, atomically (`writeFileAtomically`).
-    /// Only for after every record is merged (`baseSequence` ≥ the last
-    /// record). The lock stays held on the old file until this object goes;
-    /// commands waiting for it then find the new one.
-    public func replace(baseSequence: UInt64) throws(JournalError) {
-        guard baseSequence >= state.lastSequence else {
-            throw .invalid("\(path): cannot start the journal after \(baseSequence): record \(state.lastSequence) is not merged")
-        }
-        let bytes = JournalFormat.encodeHeader(journalID: state.journalID, baseSequence: baseSequence)
+    /// Replaces the journal, atomically (`writeFileAtomically`), by a
+    /// version-2 journal with the same id and base sequence holding only
+    /// the latest record of each number and prefix rule (what readers
+    /// apply; superseded records change nothing), in sequence order.
+    /// Returns the new journal, locked: the lock on this one stays held
+    /// until this object goes, so commands waiting for it find the new file
+    /// when they get it, and wait for the new lock.
+    @discardableResult
+    public func rewrite() throws(JournalError) -> LockedJournal {
+        var bytes = JournalFormat.encodeHeader(journalID: state.journalID, baseSequence: state.baseSequence)
         var kept = JournalState()
         kept.journalID = state.journalID
-        kept.baseSequence = baseSequence
-        kept.lastSequence = baseSequence
-        do { try writeFileAtomically(path, contents: bytes) } catch {
+        kept.baseSequence = state.baseSequence
+        kept.lastSequence = state.baseSequence
+        for record in state.latest.values.sorted(by: { $0.sequence < $1.sequence }) {
+            bytes += JournalFormat.encode(record, journalID: state.journalID)
+            kept.apply(record)
+        }
+        var locked: FileDescriptor? = nil
+        do {
+            try writeFileAtomically(path) { (fd, temporary) throws(SystemCallError) in
+                do throws(Errno) { try fd.writeAll(bytes) } catch {
+                    throw SystemCallError(path: temporary, operation: "write", errno: error)
+                }
+                // Locked before it is renamed in: nobody can slip a record in
+                // between the rename and our next append.
+                do throws(Errno) {
+                    let second = try FileDescriptor.open(temporary, O_RDWR)
+                    do throws(Errno) { try second.lockExclusively() } catch {
+                        second.close()
+                        throw error
+                    }
+                    locked = second
+                } catch {
+                    throw SystemCallError(path: temporary, operation: "lock", errno: error)
+                }
+            }
+        } catch {
             // The rename happened when only the folder's fsync failed: the old file is gone.
-            if FileSystem.statusIfPresent(path)?.inode != (try? fd.status())?.inode { replaced = true; state = kept }
+            if let locked {
+                if FileSystem.statusIfPresent(path)?.inode == (try? locked.status())?.inode { replaced = true }
+                locked.close()
+            }
             throw JournalError(error)
         }
         replaced = true
-        state = kept
+        return LockedJournal(path: path, fd: locked!, state: kept, end: bytes.count)
+    }
+
+    private init(path: String, fd: FileDescriptor, state: JournalState, end: Int) {
+        self.path = path
+        self.fd = fd
+        self.state = state
+        self.end = end
     }
 
     static func writeAll(_ fd: FileDescriptor, _ bytes: [UInt8], at offset: Int, path: String) throws(JournalError) {

@@ -2,22 +2,29 @@ import Glibc
 
 /// Constants and encoding of the journal beside a directory file
 /// (`spam.lkd.journal`): the single-entry additions and removals made with
-/// `lookupd add` / `lookupd remove` since the directory was compiled or last
-/// compacted. docs/FORMAT.md ("The journal") is the byte-by-byte
-/// specification; keep the two in step.
+/// `lookupd add` / `lookupd remove`, the operator's own layer over the
+/// compiled directory, kept through recompiles and compactions (the latest
+/// record of each number). docs/FORMAT.md ("The journal") is the
+/// byte-by-byte specification; keep the two in step.
 public enum JournalFormat {
     /// "\x89LKJ\r\n\x1a\n": the directory's magic with J for journal.
     public static let magic: [UInt8] = [0x89, 0x4C, 0x4B, 0x4A, 0x0D, 0x0A, 0x1A, 0x0A]
-    public static let version: UInt32 = 1
+    /// The version written. 2 adds the time of each change and lets
+    /// compaction drop superseded records (sequence numbers then ascend
+    /// with gaps).
+    public static let version: UInt32 = 2
+    /// Versions read: a version-1 journal is rewritten as version 2 by the
+    /// next command that changes it.
+    public static let readableVersions: ClosedRange<UInt32> = 1...2
     public static let headerSize = 40
-    /// A record without its label.
-    static let recordFixedSize = 32
+    /// A record without its label: 32 bytes in version 1, 40 in version 2 (the time).
+    static func recordFixedSize(_ version: UInt32) -> Int { version >= 2 ? 40 : 32 }
     /// The longest record: a torn append never leaves more than this after
     /// the last good record, so a longer tail is damage, not a torn write.
-    public static let maxRecordSize = recordFixedSize + DirectoryFormat.maxLabelBytes
+    public static let maxRecordSize = 40 + DirectoryFormat.maxLabelBytes
     /// The largest journal lookupd reads (8 million records at least): it is read into memory
     /// whole, so anything larger, or anything growing without end, is refused rather than
-    /// read; `lookupd compact` merges a journal into its directory.
+    /// read; `lookupd compact` drops its superseded records.
     public static let maxFileSize = 256 << 20
     static let operationAdd: UInt8 = 1
     static let operationRemove: UInt8 = 2
@@ -25,7 +32,7 @@ public enum JournalFormat {
     /// Where the journal of the directory file at `path` lives.
     public static func path(forDirectory path: String) -> String { path + ".journal" }
 
-    static func encodeHeader(journalID: UInt64, baseSequence: UInt64) -> [UInt8] {
+    static func encodeHeader(journalID: UInt64, baseSequence: UInt64, version: UInt32 = JournalFormat.version) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: headerSize)
         bytes.withUnsafeMutableBytes { raw in
             for i in 0..<8 { raw[i] = magic[i] }
@@ -39,12 +46,18 @@ public enum JournalFormat {
         return bytes
     }
 
-    /// The journal id and base sequence from the first bytes of a journal.
-    static func decodeHeader(_ raw: UnsafeRawBufferPointer, path: String) throws(JournalError) -> (journalID: UInt64, baseSequence: UInt64) {
+    struct Header {
+        var journalID: UInt64
+        var baseSequence: UInt64
+        var version: UInt32
+    }
+
+    /// The journal id, base sequence and version from the first bytes of a journal.
+    static func decodeHeader(_ raw: UnsafeRawBufferPointer, path: String) throws(JournalError) -> Header {
         guard raw.count >= 8, raw.prefix(8).elementsEqual(magic) else { throw .notAJournal(path: path) }
         guard raw.count >= headerSize else { throw .damaged(path: path, offset: 0, bytes: raw.count, reason: "truncated header") }
         let version = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
-        guard version == self.version else { throw .unsupportedVersion(path: path, version: version) }
+        guard readableVersions.contains(version) else { throw .unsupportedVersion(path: path, version: version) }
         let checksum = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 32, as: UInt64.self))
         guard XXH64.hash(UnsafeRawBufferPointer(rebasing: raw[0..<32])) == checksum else {
             throw .damaged(path: path, offset: 0, bytes: headerSize, reason: "header checksum mismatch")
@@ -54,18 +67,19 @@ public enum JournalFormat {
         }
         let id = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self))
         guard id != 0 else { throw .damaged(path: path, offset: 0, bytes: headerSize, reason: "journal id is 0") }
-        return (id, UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self)))
+        return Header(journalID: id, baseSequence: UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self)),
+                      version: version)
     }
 
-    static func decodeHeader(_ bytes: ArraySlice<UInt8>, path: String) throws(JournalError) -> (journalID: UInt64, baseSequence: UInt64) {
+    static func decodeHeader(_ bytes: ArraySlice<UInt8>, path: String) throws(JournalError) -> Header {
         let result = bytes.withUnsafeBytes { raw in
             Result { () throws(JournalError) in try decodeHeader(raw, path: path) }
         }
         return try result.get()
     }
 
-    /// The bytes of one record. The checksum is seeded with the journal id,
-    /// so a record copied from another journal never validates.
+    /// The bytes of one record (version 2). The checksum is seeded with the
+    /// journal id, so a record copied from another journal never validates.
     static func encode(_ record: JournalRecord, journalID: UInt64) -> [UInt8] {
         var operation = operationRemove
         var flags: UInt8 = 0
@@ -75,7 +89,8 @@ public enum JournalFormat {
             flags = blocked ? 1 : 0
             label = l ?? []
         }
-        let size = recordFixedSize + label.count
+        let fixed = recordFixedSize(version)
+        let size = fixed + label.count
         var bytes = [UInt8](repeating: 0, count: size)
         bytes.withUnsafeMutableBytes { raw in
             raw.storeBytes(of: UInt32(size).littleEndian, toByteOffset: 0, as: UInt32.self)
@@ -84,27 +99,30 @@ public enum JournalFormat {
             raw.storeBytes(of: UInt16(label.count).littleEndian, toByteOffset: 6, as: UInt16.self)
             raw.storeBytes(of: record.sequence.littleEndian, toByteOffset: 8, as: UInt64.self)
             raw.storeBytes(of: record.key.littleEndian, toByteOffset: 16, as: UInt64.self)
-            for (i, b) in label.enumerated() { raw[24 + i] = b }
-            let checksum = XXH64.hash(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(raw)[0..<(24 + label.count)]), seed: journalID)
-            raw.storeBytes(of: checksum.littleEndian, toByteOffset: 24 + label.count, as: UInt64.self)
+            raw.storeBytes(of: record.time.littleEndian, toByteOffset: 24, as: Int64.self)
+            for (i, b) in label.enumerated() { raw[32 + i] = b }
+            let covered = fixed - 8 + label.count
+            let checksum = XXH64.hash(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(raw)[0..<covered]), seed: journalID)
+            raw.storeBytes(of: checksum.littleEndian, toByteOffset: covered, as: UInt64.self)
         }
         return bytes
     }
 
     /// The tail `bytes` (from the end of the last good record to the end of
     /// the file), classified.
-    static func tail(_ bytes: UnsafeRawBufferPointer, offset: Int, reason: String) -> JournalTail {
+    static func tail(_ bytes: UnsafeRawBufferPointer, offset: Int, reason: String, version: UInt32) -> JournalTail {
         var torn: Bool
-        if bytes.count < recordFixedSize {
+        let fixed = recordFixedSize(version)
+        if bytes.count < fixed {
             torn = true
         } else {
             let size = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt32.self)))
             let labelLength = Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: 6, as: UInt16.self)))
-            let plausible = labelLength <= DirectoryFormat.maxLabelBytes && size == recordFixedSize + labelLength
+            let plausible = labelLength <= DirectoryFormat.maxLabelBytes && size == fixed + labelLength
             torn = plausible && bytes.count <= size
         }
         // Some file systems show a crashed append as zeros.
-        if !torn, bytes.count <= maxRecordSize, bytes.allSatisfy({ $0 == 0 }) { torn = true }
+        if !torn, bytes.count <= fixed + DirectoryFormat.maxLabelBytes, bytes.allSatisfy({ $0 == 0 }) { torn = true }
         return JournalTail(offset: offset, length: bytes.count, reason: reason, isTorn: torn)
     }
 
@@ -120,47 +138,53 @@ public enum JournalFormat {
 
     /// Reads the records in `raw` (which starts at file offset `base`) from
     /// `offset` on, calling `body` for each good one, and stops at the first
-    /// that is incomplete, damaged or out of sequence.
-    static func scan(_ raw: UnsafeRawBufferPointer, base: Int, journalID: UInt64, after sequence: UInt64,
+    /// that is incomplete, damaged or out of sequence (version 1: not the
+    /// previous + 1; version 2: not above the previous).
+    static func scan(_ raw: UnsafeRawBufferPointer, base: Int, journalID: UInt64, after sequence: UInt64, version: UInt32,
                      _ body: (JournalRecord) -> Void) -> ScanEnd {
         var offset = 0
         var last = sequence
+        let fixed = recordFixedSize(version)
+        let labelStart = version >= 2 ? 32 : 24
         while offset < raw.count {
             let left = raw.count - offset
-            guard left >= recordFixedSize else { return ScanEnd(end: base + offset, lastSequence: last, problem: "incomplete record") }
+            guard left >= fixed else { return ScanEnd(end: base + offset, lastSequence: last, problem: "incomplete record") }
             let size = Int(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
             let labelLength = Int(UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 6, as: UInt16.self)))
-            guard labelLength <= DirectoryFormat.maxLabelBytes, size == recordFixedSize + labelLength else {
+            guard labelLength <= DirectoryFormat.maxLabelBytes, size == fixed + labelLength else {
                 return ScanEnd(end: base + offset, lastSequence: last, problem: "bad record size")
             }
             guard left >= size else { return ScanEnd(end: base + offset, lastSequence: last, problem: "incomplete record") }
-            let stored = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 24 + labelLength, as: UInt64.self))
-            let covered = UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + 24 + labelLength)])
+            let stored = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + labelStart + labelLength, as: UInt64.self))
+            let covered = UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + labelStart + labelLength)])
             guard XXH64.hash(covered, seed: journalID) == stored else {
                 return ScanEnd(end: base + offset, lastSequence: last, problem: "record checksum mismatch")
             }
             let operation = raw[offset + 4], flags = raw[offset + 5]
             let recordSequence = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
             let key = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self))
-            guard recordSequence == last &+ 1 else {
-                return ScanEnd(end: base + offset, lastSequence: last, problem: "sequence \(recordSequence) where \(last &+ 1) was due")
+            let inSequence = version >= 2 ? recordSequence > last : recordSequence == last &+ 1
+            guard inSequence else {
+                let due = version >= 2 ? "one above \(last)" : "\(last &+ 1)"
+                return ScanEnd(end: base + offset, lastSequence: last, problem: "sequence \(recordSequence) where \(due) was due")
             }
+            let time = version >= 2 ? Int64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 24, as: Int64.self)) : 0
             guard JournalRecord.pattern(key: key) != nil else {
                 return ScanEnd(end: base + offset, lastSequence: last, problem: "record \(recordSequence) names no valid number or prefix")
             }
             let record: JournalRecord
             switch operation {
             case operationAdd:
-                let label: [UInt8]? = labelLength == 0 ? nil : Array(raw[(offset + 24)..<(offset + 24 + labelLength)])
+                let label: [UInt8]? = labelLength == 0 ? nil : Array(raw[(offset + labelStart)..<(offset + labelStart + labelLength)])
                 let valid = flags & ~1 == 0 && (flags & 1 != 0 || label != nil)
                     && (label.map { $0.withUnsafeBytes { LabelRules.problem($0) } == nil } ?? true)
                 guard valid else { return ScanEnd(end: base + offset, lastSequence: last, problem: "record \(recordSequence) is not a valid addition") }
-                record = JournalRecord(sequence: recordSequence, key: key, operation: .add(blocked: flags & 1 != 0, label: label))
+                record = JournalRecord(sequence: recordSequence, key: key, operation: .add(blocked: flags & 1 != 0, label: label), time: time)
             case operationRemove:
                 guard flags == 0, labelLength == 0 else {
                     return ScanEnd(end: base + offset, lastSequence: last, problem: "record \(recordSequence) is not a valid removal")
                 }
-                record = JournalRecord(sequence: recordSequence, key: key, operation: .remove)
+                record = JournalRecord(sequence: recordSequence, key: key, operation: .remove, time: time)
             default:
                 return ScanEnd(end: base + offset, lastSequence: last, problem: "unknown operation \(operation)")
             }
@@ -189,11 +213,15 @@ public struct JournalRecord: Equatable, Sendable {
     /// top byte, as in the directory file): one key space for both.
     public var key: UInt64
     public var operation: JournalOperation
+    /// When the change was made, in seconds since 1970 (UTC); 0 when not
+    /// known (version-1 journals did not record it).
+    public var time: Int64
 
-    public init(sequence: UInt64, key: UInt64, operation: JournalOperation) {
+    public init(sequence: UInt64, key: UInt64, operation: JournalOperation, time: Int64 = 0) {
         self.sequence = sequence
         self.key = key
         self.operation = operation
+        self.time = time
     }
 
     public var pattern: NumberPattern { JournalRecord.pattern(key: key)! }
@@ -234,6 +262,8 @@ public struct JournalTail: Equatable, Sendable, CustomStringConvertible {
 public struct JournalState: Sendable {
     /// 0 while there is no journal.
     public internal(set) var journalID: UInt64 = 0
+    /// The journal's format version (1 or 2).
+    public internal(set) var version: UInt32 = JournalFormat.version
     /// The sequence number before the journal's first record.
     public internal(set) var baseSequence: UInt64 = 0
     public internal(set) var lastSequence: UInt64 = 0
@@ -241,12 +271,17 @@ public struct JournalState: Sendable {
 
     public init() {}
 
-    /// Records in the journal.
-    public var recordCount: UInt64 { lastSequence - baseSequence }
+    /// Records in the journal (superseded ones included); counted as read,
+    /// since compaction leaves gaps in the numbering.
+    public internal(set) var recordCount: UInt64 = 0
+
+    /// Numbers and prefix rules the journal changes (the latest record of each).
+    public var changeCount: Int { latest.count }
 
     mutating func apply(_ record: JournalRecord) {
         latest[record.key] = record
         lastSequence = record.sequence
+        recordCount += 1
     }
 
     /// The last record the directory with this header already contains:
@@ -282,7 +317,7 @@ public enum JournalError: Error, Equatable, Sendable, CustomStringConvertible {
         case .notAJournal(let path):
             return "\(path): not a lookupd journal (bad magic number)"
         case .unsupportedVersion(let path, let version):
-            return "\(path): unsupported journal format version \(version) (this lookupd reads version \(JournalFormat.version))"
+            return "\(path): unsupported journal format version \(version) (this lookupd reads versions \(JournalFormat.readableVersions.lowerBound) to \(JournalFormat.readableVersions.upperBound))"
         case .damaged(let path, let offset, let bytes, let reason):
             return "\(path): damaged journal: \(reason) (\(bytes) bytes at offset \(offset)); the records before it are intact — move the file aside to discard the rest"
         case .directory(let error):

@@ -63,10 +63,17 @@ public struct Decision: Equatable, Sendable {
     /// A directory that knows the number but was outside its `active=`
     /// window, so it had no say (the highest-priority one).
     public var inactiveDirectory: Int?
+    /// A directory whose file failed its checksums where this lookup read
+    /// it (the highest-priority one), so it had no say: the decision is
+    /// made without it. The command line refuses to answer then; the
+    /// daemon treats that directory as out of service. Its file's
+    /// `damage` says what is wrong.
+    public var damagedDirectory: Int?
 
     public init(verdict: Verdict, number: PhoneNumber? = nil, label: LabelReference? = nil,
                 source: DecisionSource? = nil, match: NumberPattern? = nil, invalidReason: InvalidNumber? = nil,
-                journalRecord: UInt64? = nil, policy: PolicyRule? = nil, inactiveDirectory: Int? = nil) {
+                journalRecord: UInt64? = nil, policy: PolicyRule? = nil, inactiveDirectory: Int? = nil,
+                damagedDirectory: Int? = nil) {
         self.verdict = verdict
         self.number = number
         self.label = label
@@ -76,5 +83,6 @@ public struct Decision: Equatable, Sendable {
         self.journalRecord = journalRecord
         self.policy = policy
         self.inactiveDirectory = inactiveDirectory
+        self.damagedDirectory = damagedDirectory
     }
 }

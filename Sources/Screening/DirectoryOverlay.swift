@@ -128,15 +128,17 @@ public struct ScreeningDirectory: Sendable {
         ScreeningDirectory(name: name, file: file ?? self.file, overlay: overlay, active: active)
     }
 
-    func lookup(_ number: PhoneNumber, index: Int) -> DirectoryHit? {
+    /// Throws when the file's bytes it needs are damaged: the directory
+    /// then has no say (the caller records which one failed).
+    func lookup(_ number: PhoneNumber, index: Int) throws(DirectoryError) -> DirectoryHit? {
         if overlay.isEmpty {
-            guard let entry = file.lookup(number) else { return nil }
+            guard let entry = try file.lookup(number) else { return nil }
             return hit(entry, index)
         }
         if let entry = overlay.exact[number.value] {
             if entry.value != 0 { return hit(entry, .exact(number), index) }
             // Removed: the file's exact entry is hidden; a prefix rule may still cover the number.
-        } else if let entry = file.exactLookup(number) {
+        } else if let entry = try file.exactLookup(number) {
             return hit(entry, index)
         }
         let digits = number.digitCount
@@ -152,7 +154,7 @@ public struct ScreeningDirectory: Sendable {
                     continue
                 }
             }
-            if let entry = file.prefixLookup(number, length: length) { return hit(entry, index) }
+            if let entry = try file.prefixLookup(number, length: length) { return hit(entry, index) }
         }
         return nil
     }

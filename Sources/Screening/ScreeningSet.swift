@@ -125,16 +125,32 @@ public final class ScreeningSet: Sendable {
         var blocking: (index: Int, hit: DirectoryHit)? = nil
         var labelling: (index: Int, hit: DirectoryHit)? = nil
         var inactive: Int? = nil
+        var damaged: Int? = nil
         for (i, directory) in directories.enumerated() {
             if let active = directory.active, let time = context.time, !active.contains(time) {
-                if inactive == nil, directory.lookup(number, index: i) != nil { inactive = i }
+                if inactive == nil, (try? directory.lookup(number, index: i)) != nil { inactive = i }
                 continue
             }
-            guard let hit = directory.lookup(number, index: i) else { continue }
+            let found: DirectoryHit?
+            do { found = try directory.lookup(number, index: i) } catch {
+                // Never an answer from damaged bytes: this directory has no say.
+                if damaged == nil { damaged = i }
+                continue
+            }
+            guard let hit = found else { continue }
             if hit.blocked, blocking == nil { blocking = (i, hit) }
             if hit.label != nil, labelling == nil { labelling = (i, hit) }
             if blocking != nil, labelling != nil { break }
         }
+        var decision = decideFromDirectories(number, blocking: blocking, labelling: labelling, inactive: inactive,
+                                             distrusted: distrusted, context: context)
+        decision.damagedDirectory = damaged
+        return decision
+    }
+
+    private func decideFromDirectories(_ number: PhoneNumber, blocking: (index: Int, hit: DirectoryHit)?,
+                                       labelling: (index: Int, hit: DirectoryHit)?, inactive: Int?,
+                                       distrusted: Bool, context: CallContext) -> Decision {
         let policy: PolicyRule? = distrusted ? .contactDistrusted : nil
         if let blocking {
             return Decision(verdict: .blocked, number: number, label: labelling?.hit.label, source: .directory(blocking.index),

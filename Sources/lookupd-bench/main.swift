@@ -10,6 +10,7 @@ import Glibc
 let usage = """
 Usage: lookupd-bench directory [--sizes N,N,...] [--rounds R] [--dir PATH]
        lookupd-bench compile [--entries N] [--dir PATH]
+       lookupd-bench blocks [--entries N] [--shifts S,S,...] [--probes P] [--dir PATH] [--keep SHIFT]
 
 directory  for each size: write a directory file of N random numbers, time
            opening it, and time lookups of random members (hits) and random
@@ -18,10 +19,20 @@ directory  for each size: write a directory file of N random numbers, time
            latency). Also a plain sorted-array binary search for comparison.
 compile    write a CSV of N lines (blocked and labelled numbers) and time
            `DirectoryCompiler` + `DirectoryWriter` on it, as `lookupd compile` runs.
+blocks     for each checksum block size 2^S: write a directory of N entries,
+           and measure the size the checksums add, one lookup in a freshly
+           opened file (what one `lookupd query` costs: open, root check,
+           first-touch verification of every block the lookup reads), the
+           blocks hashed per lookup, lookups once every block is verified,
+           checking every block (inspect) and the full check. --keep S
+           leaves that size's file as DIR/blocks-S.lkd for timing the CLI.
 
 """
 
 struct Options {
+    var shifts: [UInt32] = [9, 10, 12, 14, 16]
+    var probes = 2000
+    var keep: UInt32? = nil
     var sizes: [Int] = [1_000_000, 10_000_000]
     var rounds = 9
     var entries = 10_000_000
@@ -82,15 +93,7 @@ func directoryBenchmark(_ options: Options) {
     say("| entries | file size | write s | open µs (median of 100) | hit ns/op indep. | miss ns/op indep. | hit ns/op dependent | miss ns/op dependent | sorted-array hit ns/op dependent |")
     say("|---|---|---|---|---|---|---|---|---|")
     for n in options.sizes {
-        var content = DirectoryContent()
-        content.exactKeys = sortedNumbers(n, seed: 0x9E37_79B9 ^ UInt64(n))
-        var rng = Random(state: 42)
-        let labelCount = 5000
-        content.labels = (0..<labelCount).map { Array("Label \(100000 + $0)".utf8) }
-        content.exactValues = (0..<n).map { _ in
-            let r = rng.below(2 * UInt64(labelCount))
-            return r < UInt64(labelCount) ? 1 : UInt32(r - UInt64(labelCount) + 1) << 1
-        }
+        let content = benchContent(n)
         let path = "\(options.dir)/lookupd-bench-\(n).lkd"
         let t0 = now()
         do { try DirectoryWriter.write(content, to: path) } catch { say("write failed: \(error)"); exit(1) }
@@ -124,7 +127,7 @@ func directoryBenchmark(_ options: Options) {
             var found = 0
             for _ in 0..<options.rounds {
                 let t = now()
-                for p in probes where file.lookup(p) != nil { found += 1 }
+                for p in probes where (try? file.lookup(p)) != nil { found += 1 }
                 samples.append((now() - t) * 1e9 / Double(probes.count))
             }
             if found == -1 { say("") }
@@ -139,7 +142,7 @@ func directoryBenchmark(_ options: Options) {
                 let t = now()
                 var i = 0
                 for _ in 0..<probes.count {
-                    let e = file.lookup(probes[i])
+                    let e = try! file.lookup(probes[i])
                     carry &+= e == nil ? 1 : Int(e!.blocked ? 3 : 5)
                     i = (i &+ 1 &+ (carry & 1)) % probes.count
                 }
@@ -184,6 +187,87 @@ func binarySearch<C: RandomAccessCollection>(_ keys: C, _ x: UInt64) -> Bool whe
 func fmt(_ x: Double) -> String {
     if x >= 100 { return String(Int(x.rounded())) }
     return String(Double(Int(x * 10)) / 10)
+}
+
+/// The content of the directory benchmark: n random numbers, half blocked,
+/// half labelled from 5,000 labels.
+func benchContent(_ n: Int) -> DirectoryContent {
+    var content = DirectoryContent()
+    content.exactKeys = sortedNumbers(n, seed: 0x9E37_79B9 ^ UInt64(n))
+    var rng = Random(state: 42)
+    let labelCount = 5000
+    content.labels = (0..<labelCount).map { Array("Label \(100000 + $0)".utf8) }
+    content.exactValues = (0..<n).map { _ in
+        let r = rng.below(2 * UInt64(labelCount))
+        return r < UInt64(labelCount) ? 1 : UInt32(r - UInt64(labelCount) + 1) << 1
+    }
+    return content
+}
+
+/// `x` with `digits` decimals (no Foundation here).
+func fixed(_ x: Double, _ digits: Int) -> String {
+    var scale = 1.0
+    for _ in 0..<digits { scale *= 10 }
+    let v = Int((x * scale).rounded())
+    let whole = v / Int(scale), frac = v % Int(scale)
+    let f = String(frac)
+    return "\(whole)." + String(repeating: "0", count: digits - f.count) + f
+}
+
+func percentile(_ xs: [Double], _ p: Double) -> Double {
+    let s = xs.sorted()
+    return s.isEmpty ? 0 : s[min(s.count - 1, Int(Double(s.count) * p))]
+}
+
+func blocksBenchmark(_ options: Options) {
+    let n = options.entries
+    let t0 = now()
+    let content = benchContent(n)
+    say("content of \(n) entries built in \(fmt(now() - t0)) s")
+    say("| block | file size | checksums add | write s | open+1 lookup, fresh file, µs median | p99 | blocks hashed per lookup | lookup ns once verified | verify every block s | full check s |")
+    say("|---|---|---|---|---|---|---|---|---|---|")
+    var rng = Random(state: 7)
+    let probes = (0..<options.probes).map { _ in PhoneNumber(value: content.exactKeys[Int(rng.below(UInt64(n)))])! }
+    for shift in options.shifts {
+        let path = "\(options.dir)/blocks-\(shift).lkd"
+        let tw = now()
+        do { try DirectoryWriter.write(content, to: path, blockShift: shift) } catch { say("write failed: \(error)"); exit(1) }
+        let writeSeconds = now() - tw
+        // Warm the page cache with the whole file: "warm" means in memory.
+        let warm = try! DirectoryFile(path: path)
+        let tb = now()
+        let found = warm.verifyBlocks()
+        let blocksSeconds = now() - tb
+        guard found.total == 0 else { say("damaged: \(found.damaged)"); exit(1) }
+        let full = try! DirectoryFile(path: path)
+        let tf = now()
+        try! full.verify()
+        let fullSeconds = now() - tf
+
+        var fresh: [Double] = []
+        var hashed = 0
+        for p in probes {
+            let t = now()
+            let file = try! DirectoryFile(path: path)
+            let entry = try! file.lookup(p)
+            fresh.append((now() - t) * 1e6)
+            if entry == nil { say("lost +\(p.value)"); exit(1) }
+            hashed += file.verifier!.verifiedBlockCount
+        }
+        // Lookups in a file whose blocks are all verified: the daemon's case.
+        var verified: [Double] = []
+        var carry = 0
+        for _ in 0..<5 {
+            let t = now()
+            for p in probes where (try? warm.lookup(p)) != nil { carry &+= 1 }
+            verified.append((now() - t) * 1e9 / Double(probes.count))
+        }
+        if carry == -1 { say("") }
+        let h = warm.header
+        let overhead = Double(h.fileSize - h.contentEnd) / Double(h.contentEnd) * 100
+        say("| \(1 << Int(shift)) B | \(h.fileSize / 1_000_000) MB | \(fixed(overhead, 3)) % | \(fmt(writeSeconds)) | \(fmt(median(fresh))) | \(fmt(percentile(fresh, 0.99))) | \(fmt(Double(hashed) / Double(probes.count))) | \(fmt(median(verified))) | \(fixed(blocksSeconds, 2)) | \(fixed(fullSeconds, 2)) |")
+        if options.keep != shift { unlink(path) }
+    }
 }
 
 func compileBenchmark(_ options: Options) {
@@ -235,6 +319,9 @@ while i < args.count {
     case "--rounds": options.rounds = Int(value) ?? options.rounds; i += 1
     case "--entries": options.entries = parseCount(Substring(value)) ?? options.entries; i += 1
     case "--dir": options.dir = value; i += 1
+    case "--shifts": options.shifts = value.split(separator: ",").compactMap { UInt32($0) }; i += 1
+    case "--probes": options.probes = Int(value) ?? options.probes; i += 1
+    case "--keep": options.keep = UInt32(value); i += 1
     default: print(usage, terminator: ""); exit(2)
     }
     i += 1
@@ -242,5 +329,6 @@ while i < args.count {
 switch mode {
 case "directory": directoryBenchmark(options)
 case "compile": compileBenchmark(options)
+case "blocks": blocksBenchmark(options)
 default: print(usage, terminator: ""); exit(2)
 }

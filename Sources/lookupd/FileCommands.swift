@@ -8,10 +8,11 @@ let checkCommand = Command(
     usage: """
     Usage: lookupd check FILE...
 
-    Verifies each directory file: magic number, format version, header and
-    content checksums, entries in ascending order without duplicates, valid
-    labels and prefix rules, and the counts in the header. Prints one line per
-    file; problems go to standard error.
+    Verifies each directory file completely: magic number, format version,
+    header checksum, every block checksum (format 2) or the content
+    checksum (format 1), entries in ascending order without duplicates,
+    valid labels and prefix rules, and the counts in the header. Prints one
+    line per file; problems go to standard error.
 
     Exit status: 0 when every file is sound, 1 when any is not, 2 usage error.
 
@@ -29,7 +30,8 @@ private func runCheck(_ raw: [String]) throws -> Int32 {
             let file = try DirectoryFile(path: path)
             try file.verify()
             var out = OutputBuffer(fd: 1)
-            out.append("\(path): ok (\(file.count) numbers, \(file.prefixRuleCount) prefix rules, \(file.labelTableCount) labels, checksum \(hex(file.header.contentChecksum)))\n")
+            let blocks = file.verifier.map { "\($0.blockCount) block\($0.blockCount == 1 ? "" : "s") of \(file.header.blockSize) bytes" } ?? "one content checksum"
+            out.append("\(path): ok (\(file.count) numbers, \(file.prefixRuleCount) prefix rules, \(file.labelTableCount) labels, checksum \(hex(file.header.contentChecksum)); format \(file.header.formatVersion), \(blocks))\n")
             out.flush()
         } catch {
             printError("\(error)")
@@ -41,14 +43,18 @@ private func runCheck(_ raw: [String]) throws -> Int32 {
 
 let inspectCommand = Command(
     name: "inspect",
-    summary: "show a directory file's header, counts and checksum state",
+    summary: "show a directory file's header, checksums and pending journal changes",
     usage: """
     Usage: lookupd inspect [--json] [--config FILE] FILE
 
     Prints the header of a directory file (format version, directory version,
-    counts, section offsets) and whether its content checksum matches. For a
-    file that feeds install into (or its .previous), also each feed's
-    version, entry count and install time from its state file.
+    counts, section offsets), checks the checksum of every block (format 2;
+    the content checksum for format 1) and names the damaged ones, and shows
+    its journal (FILE.journal): the changes made with lookupd add and remove,
+    how many of them are merged into the file and which are pending (not yet
+    compacted into it), with their age. For a file that feeds install into
+    (or its .previous), also each feed's version, entry count and install
+    time from its state file.
 
     Options:
       --json         print one JSON object
@@ -56,12 +62,15 @@ let inspectCommand = Command(
                      else \(ConfigLocation.defaultPath) if it exists)
       -h, --help     this text
 
-    Exit status: 0 when the file is sound, 1 when it cannot be read or its
-    content is damaged, 2 usage error.
+    Exit status: 0 when the file is sound, 1 when it cannot be read, a block
+    is damaged or its journal is damaged, 2 usage error.
 
     """,
     run: runInspect
 )
+
+/// Pending records listed by `inspect` before "... and N more".
+private let inspectListedRecords = 20
 
 private func runInspect(_ raw: [String]) throws -> Int32 {
     let args = try Arguments(raw, valued: ["config"], flags: ["json"])
@@ -71,11 +80,18 @@ private func runInspect(_ raw: [String]) throws -> Int32 {
     let file: DirectoryFile
     do { file = try DirectoryFile(path: path) } catch { throw CommandFailure("\(error)") }
     let h = file.header
-    var problem: String? = nil
-    do { try file.verify() } catch { problem = "\(error)" }
+    let blocks = file.verifyBlocks()
+    let journalPath = JournalFormat.path(forDirectory: path)
+    var journal: (state: JournalState, tail: JournalTail?)? = nil
+    var journalProblem: String? = nil
+    do { journal = try JournalFollower.read(path: journalPath) } catch { journalProblem = "\(error)" }
+    let pending = journal.map { $0.state.pending(over: h) } ?? []
+    let merged = journal.map { $0.state.changeCount - pending.count } ?? 0
+    let now = Int64(time(nil))
     let feeds = try feedSummaries(installedInto: path, explicitConfig: try args.value("config"))
     var lengths: [Int] = []
     for l in 1...15 where h.prefixLengthMask & (1 << UInt32(l)) != 0 { lengths.append(l) }
+    let damaged = blocks.total > 0
     var out = OutputBuffer(fd: 1)
     if args.flag("json") {
         out.append("{\"file\":")
@@ -85,13 +101,53 @@ private func runInspect(_ raw: [String]) throws -> Int32 {
         out.append(",\"blocking\":\(h.blockedCount),\"identifying\":\(h.identifiedCount)")
         out.append(",\"prefix_lengths\":[\(lengths.map(String.init).joined(separator: ","))]")
         out.append(",\"content_checksum\":\"\(hex(h.contentChecksum))\",\"header_checksum\":\"\(hex(h.headerChecksum))\"")
+        out.append(",\"block_size\":\(h.blockSize),\"blocks\":\(h.blockCount),\"damaged_blocks\":\(blocks.total)")
         out.append(",\"journal_id\":\"\(hex(h.journalID))\",\"journal_sequence\":\(h.journalSequence)")
         out.append(",\"content\":")
-        out.appendJSONString(problem == nil ? "ok" : "damaged")
-        if let problem { out.append(",\"problem\":"); out.appendJSONString(problem) }
+        out.appendJSONString(damaged ? "damaged" : "ok")
+        if let first = blocks.damaged.first { out.append(",\"problem\":"); out.appendJSONString("\(first)") }
+        if !blocks.damaged.isEmpty {
+            out.append(",\"problems\":[")
+            out.append(blocks.damaged.map { error -> String in
+                var item = OutputBuffer(fd: -1)
+                item.appendJSONString("\(error)")
+                return String(decoding: item.bytes, as: UTF8.self)
+            }.joined(separator: ","))
+            out.append("]")
+        }
+        out.append(",\"journal\":")
+        if let journalProblem {
+            out.append("{\"path\":"); out.appendJSONString(journalPath)
+            out.append(",\"problem\":"); out.appendJSONString(journalProblem); out.append("}")
+        } else if let journal {
+            out.append("{\"path\":"); out.appendJSONString(journalPath)
+            out.append(",\"format_version\":\(journal.state.version),\"changes\":\(journal.state.changeCount),\"merged\":\(merged),\"pending\":\(pending.count)")
+            out.append(",\"last_record\":\(journal.state.lastSequence),\"pending_records\":[")
+            for (i, record) in pending.sorted(by: { $0.sequence < $1.sequence }).enumerated() {
+                if i > 0 { out.append(",") }
+                out.append("{\"record\":\(record.sequence),\"match\":\"\(record.pattern)\",\"action\":")
+                switch record.operation {
+                case .add(let blocked, let label):
+                    out.appendJSONString(blocked ? "block" : "identify")
+                    out.append(",\"label\":")
+                    if let label { out.append(byte: UInt8(ascii: "\"")); label.withUnsafeBytes { out.appendJSONEscaped($0) }; out.append(byte: UInt8(ascii: "\"")) } else { out.append("null") }
+                case .remove:
+                    out.appendJSONString("remove")
+                    out.append(",\"label\":null")
+                }
+                out.append(",\"time\":\(record.time),\"age_seconds\":\(record.time == 0 ? "null" : String(max(0, now - record.time)))}")
+            }
+            out.append("]}")
+        } else {
+            out.append("null")
+        }
         appendFeedsJSON(&out, feeds)
         out.append("}\n")
     } else {
+        let state = damaged ? "DAMAGED" : "ok"
+        let checksumLine = h.formatVersion >= 2
+            ? "block checksums:    \(h.blockCount) block\(h.blockCount == 1 ? "" : "s") of \(h.blockSize) bytes, \(damaged ? "\(blocks.total) DAMAGED" : "all ok"), root \(hex(h.contentChecksum))"
+            : "content checksum:   \(hex(h.contentChecksum)) (\(state))"
         out.append("""
         file:               \(path)
         format version:     \(h.formatVersion)
@@ -105,63 +161,136 @@ private func runInspect(_ raw: [String]) throws -> Int32 {
         journal merged:     \(h.journalID == 0 ? "none" : "records through \(h.journalSequence) of journal \(hex(h.journalID))")
         sections:           keys @\(h.keysOffset), values @\(h.valuesOffset), prefixes @\(h.prefixesOffset), label index @\(h.labelIndexOffset), label data @\(h.labelDataOffset) (\(h.labelDataSize) bytes)
         header checksum:    \(hex(h.headerChecksum)) (ok)
-        content checksum:   \(hex(h.contentChecksum)) (\(problem == nil ? "ok" : "DAMAGED"))
+        \(checksumLine)
 
         """)
-        if let problem { out.append("problem:            \(problem)\n") }
+        for problem in blocks.damaged { out.append("problem:            \(problem)\n") }
+        if blocks.total > blocks.damaged.count { out.append("                    ... and \(blocks.total - blocks.damaged.count) more damaged blocks\n") }
+        if let journalProblem {
+            out.append("journal:            \(journalProblem)\n")
+        } else if let journal {
+            let s = journal.state
+            out.append("journal:            \(journalPath) (format \(s.version)): \(s.changeCount) change\(s.changeCount == 1 ? "" : "s"), \(merged) merged into the file, \(pending.count) pending\n")
+            let listed = pending.sorted { $0.sequence < $1.sequence }
+            for record in listed.prefix(inspectListedRecords) {
+                out.append("  pending record \(record.sequence): \(record.pattern) \(describeOperation(record.operation)), \(record.time == 0 ? "age unknown" : "\(formatAge(now - record.time)) ago")\n")
+            }
+            if listed.count > inspectListedRecords { out.append("  ... and \(listed.count - inspectListedRecords) more pending records\n") }
+            if let tail = journal.tail { out.append("  torn last record (ignored): \(tail)\n") }
+        } else {
+            out.append("journal:            none\n")
+        }
         appendFeedsText(&out, feeds)
     }
     out.flush()
-    return problem == nil ? 0 : 1
+    return damaged || journalProblem != nil ? 1 : 0
+}
+
+func describeOperation(_ operation: JournalOperation) -> String {
+    switch operation {
+    case .add(let blocked, let label):
+        return JournalTarget.describe(blocked: blocked, label: label)
+    case .remove:
+        return "removed"
+    }
+}
+
+/// "42 s", "5 min", "3 h 20 min", "4 days".
+func formatAge(_ seconds: Int64) -> String {
+    let s = max(0, seconds)
+    if s < 60 { return "\(s) s" }
+    if s < 3600 { return "\(s / 60) min" }
+    if s < 86400 { return "\(s / 3600) h \(s % 3600 / 60) min" }
+    return "\(s / 86400) day\(s / 86400 == 1 ? "" : "s")"
 }
 
 let exportCommand = Command(
     name: "export",
-    summary: "write a directory file back out as CSV",
+    summary: "write a directory (with its journal changes) back out as CSV",
     usage: """
-    Usage: lookupd export [-o OUT.csv] FILE
+    Usage: lookupd export [--base-only] [-o OUT.csv] FILE
 
-    Writes the entries of a directory file as CSV (number,action,label), in
-    ascending number order, then the prefix rules. Compiling the output again
-    gives a byte-identical directory file (with the same --directory-version).
+    Writes what a directory answers as CSV (number,action,label): the
+    entries of the directory file with the changes of its journal
+    (FILE.journal, lookupd add and remove) that are not compacted into it
+    yet, in ascending number order, then the prefix rules. The file is
+    verified completely first; a damaged file is refused and nothing is
+    written. Compiling the output again gives a byte-identical directory
+    file (with the same --directory-version) when no change is pending.
 
     Options:
+      --base-only            the directory file alone, without pending journal changes
       -o, --output OUT.csv   write there instead of standard output
       -h, --help             this text
+
+    Exit status: 0 written, 1 the file is damaged or cannot be read, 2 usage error.
 
     """,
     run: runExport
 )
 
 private func runExport(_ raw: [String]) throws -> Int32 {
-    let args = try Arguments(raw, valued: ["output"], flags: [], aliases: ["o": "output"])
+    let args = try Arguments(raw, valued: ["output"], flags: ["base-only"], aliases: ["o": "output"])
     if args.flag("help") { return printUsage(exportCommand) }
     guard args.positionals.count == 1 else { throw UsageError("give one FILE") }
+    let path = args.positionals[0]
     let file: DirectoryFile
-    do { file = try DirectoryFile(path: args.positionals[0]) } catch { throw CommandFailure("\(error)") }
-    func writeCSV(_ out: inout OutputBuffer) {
+    do {
+        file = try DirectoryFile(path: path)
+        // All of it before the first line: a damaged file must not come out
+        // as a CSV that compiles into a sound-looking one.
+        try file.verify()
+    } catch {
+        throw CommandFailure("\(error)")
+    }
+    var pending: [JournalRecord] = []
+    if !args.flag("base-only") {
+        do {
+            if let journal = try JournalFollower.read(path: JournalFormat.path(forDirectory: path)) {
+                pending = journal.state.pending(over: file.header)
+            }
+        } catch {
+            throw CommandFailure("\(error) (lookupd export --base-only writes the directory file alone)")
+        }
+    }
+    /// Nil when written; the file was verified, so a damaged block here
+    /// would mean it changed under us.
+    func writeCSV(_ out: inout OutputBuffer) -> DirectoryError? {
         out.append("number,action,label\n")
-        file.forEachEntry { entry in
-            out.append(entry.match.description)
-            out.append(entry.blocked ? ",block," : ",identify,")
-            if let label = entry.label { appendCSVField(&out, file.labelBytes(label)) }
-            out.append(byte: 0x0A)
-            out.flushIfLarge()
+        do {
+            try DirectoryUpdates.forEachEffectiveEntry(file, pending: pending) { pattern, blocked, label in
+                out.append(pattern.description)
+                out.append(blocked ? ",block," : ",identify,")
+                if let label { appendCSVField(&out, label) }
+                out.append(byte: 0x0A)
+                out.flushIfLarge()
+            }
+        } catch {
+            return error
         }
         out.flush()
+        return nil
+    }
+    defer {
+        if !pending.isEmpty {
+            printError("note: \(pending.count) journal change\(pending.count == 1 ? "" : "s") not yet compacted into \(path) included (--base-only leaves them out)")
+        }
     }
     guard let output = try args.value("output") else {
         var out = OutputBuffer(fd: 1)
-        writeCSV(&out)
+        if let error = writeCSV(&out) { throw CommandFailure("\(error)") }
         return 0
     }
+    var damage: DirectoryError? = nil
     do {
         try writeFileAtomically(output) { (fd, temporary) throws(SystemCallError) in
             var out = OutputBuffer(fd: fd.rawValue, exitOnError: false)
-            writeCSV(&out)
+            damage = writeCSV(&out)
+            if damage != nil { throw SystemCallError(path: temporary, operation: "write", errno: .ioError) }
             if let failure = out.failure { throw SystemCallError(path: temporary, operation: "write", errno: failure) }
         }
     } catch {
+        if let damage { throw CommandFailure("\(damage); \(output) not written") }
         throw CommandFailure("\(output): not written, the file there is unchanged: \(error)")
     }
     return 0

@@ -42,8 +42,10 @@ let removeCommand = Command(
     Removes NUMBER (or a prefix rule such as +86170*) from a directory,
     whether it came from the compiled file or from an earlier lookupd add:
     a removal record is appended to the directory's journal and synced to
-    disk; the running daemon applies it within a second. Removing what the
-    directory does not hold is an error. To undo a false positive, use the
+    disk; the running daemon applies it within a second. The removal stays
+    in force over later versions of the directory file (a recompile, a feed
+    update) until NUMBER is added again. Removing what the directory does
+    not hold is an error. To undo a false positive, use the
     SOURCE and DETAIL that lookupd query (or the daemon's call log) gives:
     lookupd remove MATCH --from SOURCE.
 
@@ -67,12 +69,15 @@ let compactCommand = Command(
     Usage: lookupd compact [DIRECTORY] [--config FILE]
 
     Writes a new directory file holding the directory's entries with its
-    journal applied (atomically: a complete new file is renamed over the
-    old one), then starts an empty journal. The new file records which
-    journal records it contains, so a crash at any point leaves either the
-    old file and journal or the new ones in force, and never applies a
-    record twice. A running daemon switches to the new file by itself;
-    records added meanwhile are kept.
+    journal's changes merged in (atomically: a complete new file is renamed
+    over the old one), so lookups find them in the file rather than in
+    memory, then drops the superseded records from the journal. The journal
+    keeps the latest change of every number: a directory file compiled
+    anew over this one (lookupd compile -o, lookupd update) gets them all
+    again, so no change is lost. The new file records which journal records
+    it contains, so a crash at any point leaves either the old file or the
+    new one in force, and never applies a record twice. A running daemon
+    switches to the new file by itself; records added meanwhile are kept.
 
     DIRECTORY is a path or name= of a configured directory (default: the
     first configured one), or the path of any directory file.
@@ -106,7 +111,9 @@ private func runAdd(_ raw: [String]) throws -> Int32 {
     var out = OutputBuffer(fd: 1)
     let what = JournalTarget.describe(blocked: args.flag("block"), label: label.map { Array($0.utf8) })
     if let record = change.record {
-        if let previous = change.previous {
+        if let previous = change.previous, previous.blocked == args.flag("block"), previous.label == label.map({ Array($0.utf8) }) {
+            out.append("added \(pattern) to \(directory.name) (\(what)): journal record \(record.sequence); the directory file already says so, the journal keeps it through rebuilds\n")
+        } else if let previous = change.previous {
             out.append("changed \(pattern) in \(directory.name) from \(JournalTarget.describe(previous)) to \(what): journal record \(record.sequence)\n")
         } else {
             out.append("added \(pattern) to \(directory.name) (\(what)): journal record \(record.sequence)\n")
@@ -163,12 +170,14 @@ private func runCompact(_ raw: [String]) throws -> Int32 {
     }
     JournalTarget.reportTail(summary.discardedTail, directory.path)
     var out = OutputBuffer(fd: 1)
+    let kept = summary.changes == 0 ? "" : "; the journal keeps its \(summary.changes) change\(summary.changes == 1 ? "" : "s") for the next rebuild"
+    let dropped = summary.droppedRecords == 0 ? "" : " (\(summary.droppedRecords) superseded record\(summary.droppedRecords == 1 ? "" : "s") dropped)"
     if summary.rewroteDirectory {
-        out.append("compacted \(directory.path): \(summary.mergedEntries) numbers and prefix rules changed by \(summary.mergedRecords) journal records merged (through record \(summary.throughSequence)); \(summary.exactEntries) numbers, \(summary.prefixRules) prefix rules; journal emptied\n")
-    } else if summary.replacedJournal {
-        out.append("\(directory.path) already holds every journal record (through record \(summary.throughSequence)); journal emptied\n")
+        out.append("compacted \(directory.path): \(summary.mergedEntries) numbers and prefix rules merged (through journal record \(summary.throughSequence)); \(summary.exactEntries) numbers, \(summary.prefixRules) prefix rules\(kept)\(dropped)\n")
+    } else if summary.changes > 0 {
+        out.append("\(directory.path) already holds every journal change (through record \(summary.throughSequence))\(kept)\(dropped)\n")
     } else {
-        out.append("nothing to compact: \(directory.path) has no journal records to merge (\(summary.exactEntries) numbers, \(summary.prefixRules) prefix rules)\n")
+        out.append("nothing to compact: \(directory.path) has no journal changes (\(summary.exactEntries) numbers, \(summary.prefixRules) prefix rules)\n")
     }
     out.flush()
     return 0

@@ -46,8 +46,13 @@ let queryCommand = Command(
     \(PlanOptions.help)
       -h, --help           this text
 
+    Every directory is verified where a lookup reads it (block checksums);
+    a number whose lookup meets a damaged block gets no answer: the error,
+    naming the file, goes to standard error.
+
     Exit status: 0 when every number was screened, 1 on an error (a directory
-    that cannot be opened), 2 on a usage error.
+    that cannot be opened, or is damaged where a number's lookup read it),
+    2 on a usage error.
 
     """,
     run: runQuery
@@ -104,7 +109,7 @@ private func runQuery(_ raw: [String]) throws -> Int32 {
         }
     }
     printer.out.flush()
-    return 0
+    return printer.refused == 0 ? 0 : 1
 }
 
 /// Formats answers straight into an output buffer: bulk checks run through
@@ -113,6 +118,8 @@ struct AnswerPrinter {
     let set: ScreeningSet
     let json: Bool
     var out = OutputBuffer(fd: 1)
+    /// Numbers not answered because a directory was damaged where they were looked up.
+    private(set) var refused = 0
     private let sourceNames: [DecisionSource: [UInt8]]
     private let callee: [UInt8]
     private let verstat: Verstat
@@ -166,6 +173,16 @@ struct AnswerPrinter {
     mutating func screen(_ input: UnsafeRawBufferPointer) {
         let decision = callee.withUnsafeBytes { callee in
             set.decide(caller: input, context: CallContext(callee: callee, verstat: verstat, time: time))
+        }
+        if let damaged = decision.damagedDirectory {
+            // Never an answer built without a directory that should have had its say.
+            refused += 1
+            let directory = set.directories[damaged]
+            out.flush()
+            var shown = OutputBuffer(fd: -1)
+            shown.appendField(UnsafeRawBufferPointer(rebasing: input.prefix(64)))
+            printError("\(directory.file.damage.map { "\($0)" } ?? "\(directory.file.path): damaged"); '\(String(decoding: shown.bytes, as: UTF8.self))' not screened")
+            return
         }
         if json { printJSON(input, decision) } else { printText(input, decision) }
     }

@@ -66,18 +66,21 @@ final class FileCommandTests: CLITestCase {
 
     func testCheckDamagedFiles() throws {
         let size = goodBytes.count
-        let content = damaged("content.lkd") { $0[$0.count - 20] ^= 0x01 }
+        // The content fits one 4 KiB block: bytes 256 up to the checksums (header offset 176).
+        let contentEnd = goodBytes[176..<184].reversed().reduce(0) { $0 << 8 | Int($1) }
+        let content = damaged("content.lkd") { $0[contentEnd - 20] ^= 0x01 }
+        let contentMessage = "\(content): damaged: bytes 256...\(contentEnd - 1) (keys, values, prefix rules, label index, label data) do not match their checksum (the file is damaged)"
         let header = damaged("header.lkd") { $0[40] ^= 0x01 }
         let magic = damaged("magic.lkd") { $0[0] = UInt8(ascii: "n") }
-        let version = damaged("version.lkd") { $0[8] = 2 }
+        let version = damaged("version.lkd") { $0[8] = 3 }
         let truncated = write("truncated.lkd", goodBytes.prefix(size - 1))
         let short = write("short.lkd", goodBytes.prefix(100))
         let empty = write("empty.lkd", Data())
         let expectations: [(String, String)] = [
-            (content, "\(content): content checksum mismatch (the file is damaged)"),
+            (content, contentMessage),
             (header, "\(header): header checksum mismatch (the file is damaged)"),
             (magic, "\(magic): not a lookupd directory (bad magic number)"),
-            (version, "\(version): unsupported directory format version 2 (this lookupd reads version 1)"),
+            (version, "\(version): unsupported directory format version 3 (this lookupd reads versions 1 to 2)"),
             (truncated, "\(truncated): truncated: \(size - 1) bytes, the header says \(size)"),
             (short, "\(short): truncated: 100 bytes is too short for a directory header"),
             (empty, "\(empty): truncated: 0 bytes is too short for a directory header"),
@@ -94,7 +97,7 @@ final class FileCommandTests: CLITestCase {
         let r = try lookupd(["check", good, content, good])
         XCTAssertEqual(r.status, 1)
         XCTAssertEqual(r.stdoutLines.count, 2)
-        XCTAssertEqual(r.stderr, "lookupd: \(content): content checksum mismatch (the file is damaged)\n")
+        XCTAssertEqual(r.stderr, "lookupd: \(contentMessage)\n")
     }
 
     func testInspectText() throws {
@@ -102,7 +105,7 @@ final class FileCommandTests: CLITestCase {
         XCTAssertEqual(r.status, 0, r.stderr)
         let lines = r.stdoutLines
         XCTAssertTrue(lines.contains("file:               \(good)"), r.stdout)
-        XCTAssertTrue(lines.contains("format version:     1"), r.stdout)
+        XCTAssertTrue(lines.contains("format version:     2"), r.stdout)
         XCTAssertTrue(lines.contains("directory version:  9"), r.stdout)
         XCTAssertTrue(lines.contains("file size:          \(goodBytes.count) bytes"), r.stdout)
         XCTAssertTrue(lines.contains("numbers:            50"), r.stdout)
@@ -110,7 +113,8 @@ final class FileCommandTests: CLITestCase {
         XCTAssertTrue(lines.contains("labels:             6"), r.stdout)
         XCTAssertTrue(lines.contains("blocking entries:   26"), r.stdout)
         XCTAssertTrue(lines.contains("identifying:        51"), r.stdout)
-        XCTAssertTrue(lines.contains { $0.hasPrefix("content checksum:   ") && $0.hasSuffix(" (ok)") }, r.stdout)
+        XCTAssertTrue(lines.contains { $0.hasPrefix("block checksums:    1 block of 4096 bytes, all ok, root ") }, r.stdout)
+        XCTAssertTrue(lines.contains("journal:            none"), r.stdout)
         XCTAssertFalse(r.stdout.contains("problem:"))
     }
 
@@ -119,7 +123,10 @@ final class FileCommandTests: CLITestCase {
         XCTAssertEqual(r.status, 0, r.stderr)
         guard let info = jsonLines(r.stdout).first else { return XCTFail("no JSON: \(r.stdout)") }
         XCTAssertEqual(info["file"] as? String, good)
-        XCTAssertEqual(info["format_version"] as? Int, 1)
+        XCTAssertEqual(info["format_version"] as? Int, 2)
+        XCTAssertEqual(info["block_size"] as? Int, 4096)
+        XCTAssertEqual(info["blocks"] as? Int, 1)
+        XCTAssertEqual(info["damaged_blocks"] as? Int, 0)
         XCTAssertEqual(info["directory_version"] as? Int, 9)
         XCTAssertEqual(info["file_size"] as? Int, goodBytes.count)
         XCTAssertEqual(info["numbers"] as? Int, 50)
@@ -137,12 +144,15 @@ final class FileCommandTests: CLITestCase {
         r = try lookupd(["inspect", "--json", content])
         XCTAssertEqual(r.status, 1)
         guard let bad = jsonLines(r.stdout).first else { return XCTFail("no JSON: \(r.stdout)") }
+        let contentEnd = goodBytes[176..<184].reversed().reduce(0) { $0 << 8 | Int($1) }
+        let message = "\(content): damaged: bytes 256...\(contentEnd - 1) (keys, values, prefix rules, label index, label data) do not match their checksum (the file is damaged)"
         XCTAssertEqual(bad["content"] as? String, "damaged")
-        XCTAssertEqual(bad["problem"] as? String, "\(content): content checksum mismatch (the file is damaged)")
+        XCTAssertEqual(bad["damaged_blocks"] as? Int, 1)
+        XCTAssertEqual(bad["problem"] as? String, message)
         r = try lookupd(["inspect", content])
         XCTAssertEqual(r.status, 1)
-        XCTAssertTrue(r.stdoutLines.contains { $0.hasPrefix("content checksum:   ") && $0.hasSuffix(" (DAMAGED)") }, r.stdout)
-        XCTAssertTrue(r.stdoutLines.contains("problem:            \(content): content checksum mismatch (the file is damaged)"), r.stdout)
+        XCTAssertTrue(r.stdoutLines.contains { $0.hasPrefix("block checksums:    1 block of 4096 bytes, 1 DAMAGED, root ") }, r.stdout)
+        XCTAssertTrue(r.stdoutLines.contains("problem:            \(message)"), r.stdout)
     }
 
     func testInspectUnreadableFiles() throws {

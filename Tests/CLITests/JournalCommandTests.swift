@@ -100,15 +100,16 @@ final class JournalCommandTests: CLITestCase {
         }
     }
 
-    func testCompactMergesAndStartsAFreshJournal() throws {
+    func testCompactMergesAndKeepsTheChanges() throws {
         _ = try lookupd(["add", "+8613900000001", "--block", "--config", config])
         _ = try lookupd(["remove", "+86170*", "--config", config])
         _ = try lookupd(["add", "+8618600000000", "--label", "Unicom (new)", "--config", config])
         let before = try screen(["+8613900000001", "+8617012345678", "+8618600000000", "+8613800138000"])
+        let journalBefore = read(journal)
         var r = try lookupd(["compact", "--config", config])
         XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertEqual(r.stdout, "compacted \(directory): 3 numbers and prefix rules changed by 3 journal records merged (through record 3); 3 numbers, 0 prefix rules; journal emptied\n")
-        XCTAssertEqual(read(journal).count, 40, "an empty journal: its header only")
+        XCTAssertEqual(r.stdout, "compacted \(directory): 3 numbers and prefix rules merged (through journal record 3); 3 numbers, 0 prefix rules; the journal keeps its 3 changes for the next rebuild\n")
+        XCTAssertEqual(read(journal), journalBefore, "no superseded record: the journal is left as it was")
         let after = try screen(["+8613900000001", "+8617012345678", "+8618600000000", "+8613800138000"])
         XCTAssertEqual(after.mapValues { $0.split(separator: "|").dropLast().joined(separator: "|") },
                        before.mapValues { $0.split(separator: "|").dropLast().joined(separator: "|") })
@@ -120,7 +121,11 @@ final class JournalCommandTests: CLITestCase {
         r = try lookupd(["compact", "main", "--config", config])
         XCTAssertTrue(r.stdout.hasPrefix("compacted \(directory): 1 numbers"), r.stdout)
         r = try lookupd(["compact", directory])
-        XCTAssertEqual(r.stdout, "nothing to compact: \(directory) has no journal records to merge (4 numbers, 0 prefix rules)\n")
+        XCTAssertEqual(r.stdout, "\(directory) already holds every journal change (through record 4); the journal keeps its 4 changes for the next rebuild\n")
+        // Changing a number again supersedes its record: compaction drops the old one.
+        _ = try lookupd(["add", "+8613900000001", "--label", "Relabelled", "--config", config])
+        r = try lookupd(["compact", directory])
+        XCTAssertEqual(r.stdout, "compacted \(directory): 1 numbers and prefix rules merged (through journal record 5); 4 numbers, 0 prefix rules; the journal keeps its 4 changes for the next rebuild (1 superseded record dropped)\n")
     }
 
     // MARK: - Crash safety
@@ -199,9 +204,9 @@ final class JournalCommandTests: CLITestCase {
             XCTAssertEqual(try lookupd(["add", "+861390000000\(i + 1)", "--label", label, "--config", config]).status, 0)
         }
         let good = read(journal)
-        let recordLength = 32 + "Three".utf8.count
+        let recordLength = 40 + "Three".utf8.count
         let lastStart = good.count - recordLength
-        for cut in [1, 4, 7, 8, 16, 24, 31, 32, 33, recordLength - 1] {
+        for cut in [1, 4, 7, 8, 16, 24, 31, 32, 33, 39, 40, 41, recordLength - 1] {
             write("main.lkd.journal", good.prefix(lastStart + cut))
             var r = try lookupd(["query", "--config", config, "+8613900000001", "+8613900000002", "+8613900000003"])
             XCTAssertEqual(r.status, 0)
@@ -238,7 +243,7 @@ final class JournalCommandTests: CLITestCase {
     /// answers, a sound file, and a journal that takes the next record.
     func testCompactionKilledAtEachStep() throws {
         let probes = ["+8613900000001", "+8613900000002", "+8618600000000", "+8613800138000", "+8617012345678", "+8617055000000"]
-        for phase in ["merged", "directory-written", "journal-replaced"] {
+        for phase in ["merged", "directory-written", "journal-rewritten"] {
             directory = try compileCSV("""
             number,action,label
             +8613800138000,block,Fraud Risk
@@ -246,6 +251,7 @@ final class JournalCommandTests: CLITestCase {
             +86170*,block,Virtual Range
             """, to: "main.lkd")
             try? FileManager.default.removeItem(atPath: journal)
+            _ = try lookupd(["add", "+8613900000001", "--label", "Before", "--config", config])
             _ = try lookupd(["add", "+8613900000001", "--block", "--config", config])
             _ = try lookupd(["add", "+8617055*", "--label", "Carrier", "--config", config])
             _ = try lookupd(["remove", "+8613800138000", "--config", config])
@@ -264,14 +270,14 @@ final class JournalCommandTests: CLITestCase {
                 XCTAssertNotEqual(read(directory), oldBase, "the new file is in place")
                 XCTAssertEqual(read(journal), oldJournal, "the journal still holds the merged records")
             default:
-                XCTAssertEqual(read(journal).count, 40)
+                XCTAssertEqual(read(journal).count, oldJournal.count - (40 + "Before".utf8.count), "the superseded record dropped")
             }
             XCTAssertEqual(try lookupd(["check", directory]).status, 0, phase)
             XCTAssertEqual(try screen(probes).mapValues { $0.split(separator: "|").prefix(3).joined(separator: "|") }, expected, phase)
 
             // Work goes on: a new record, numbered after the old ones, then a complete compaction.
             let r = try lookupd(["add", "+8613900000002", "--block", "--config", config])
-            XCTAssertEqual(r.stdout, "added +8613900000002 to main (block): journal record 5\n", phase)
+            XCTAssertEqual(r.stdout, "added +8613900000002 to main (block): journal record 6\n", phase)
             XCTAssertEqual(try lookupd(["compact", "--config", config]).status, 0)
             var after = expected
             after["+8613900000002"] = "blocked|null|+8613900000002"

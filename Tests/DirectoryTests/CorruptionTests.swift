@@ -25,14 +25,11 @@ final class CorruptionTests: XCTestCase {
 
     func write(_ name: String, _ bytes: [UInt8]) -> String { folder.write(name, bytes) }
 
-    /// Recomputes the content and header checksums, as a tool forging a
-    /// structurally bad but checksum-clean file would.
+    /// Recomputes the block, content and header checksums, as a tool forging
+    /// a structurally bad but checksum-clean file would.
     func resealed(_ bytes: [UInt8]) -> [UInt8] {
         var b = bytes
-        let content = XXH64.hash(Array(b[256...]))
-        withUnsafeBytes(of: content.littleEndian) { for i in 0..<8 { b[120 + i] = $0[i] } }
-        let headerSum = XXH64.hash(Array(b[0..<248]))
-        withUnsafeBytes(of: headerSum.littleEndian) { for i in 0..<8 { b[248 + i] = $0[i] } }
+        DirectoryWriter.resealForTesting(&b)
         return b
     }
 
@@ -105,16 +102,127 @@ final class CorruptionTests: XCTestCase {
                        "\(path): corrupt directory: file has \(good.count + 1) bytes but its header says \(good.count)")
     }
 
-    func testFlippedContentByteIsAChecksumMismatch() {
+    func testFlippedContentByteIsABlockChecksumMismatch() throws {
+        // The whole content fits one 4 KiB block here.
+        let contentEnd = Int(header.contentEnd)
         let offsets = [256, Int(header.keysOffset) + 13, Int(header.valuesOffset) + 5, Int(header.prefixesOffset) + 2,
-                       Int(header.labelIndexOffset) + 4, Int(header.labelDataOffset) + 3, good.count - 1]
+                       Int(header.labelIndexOffset) + 4, Int(header.labelDataOffset) + 3, contentEnd - 1]
+        let all = "keys, values, prefix rules, label index, label data"
         for offset in offsets {
             var bytes = good
             bytes[offset] ^= 0x10
             let path = write("flip\(offset).lkd", bytes)
-            XCTAssertEqual(verifyError(path), .contentChecksumMismatch(path: path), "byte \(offset)")
-            XCTAssertEqual(verifyError(path)?.description, "\(path): content checksum mismatch (the file is damaged)")
+            let expected = DirectoryError.damagedBlock(path: path, offset: 256, length: contentEnd - 256, sections: all)
+            XCTAssertEqual(verifyError(path), expected, "byte \(offset)")
+            XCTAssertEqual(verifyError(path)?.description,
+                           "\(path): damaged: bytes 256...\(contentEnd - 1) (\(all)) do not match their checksum (the file is damaged)")
+            // A lookup refuses too, without verify(): it checks what it reads.
+            let directory = try DirectoryFile(path: path)
+            XCTAssertThrowsError(try directory.lookup(number("+8613800100000"))) { XCTAssertEqual($0 as? DirectoryError, expected) }
+            XCTAssertEqual(directory.damage, expected)
+            XCTAssertEqual(directory.verifyBlocks().total, 1)
         }
+        // The checksum table: found when the block it covers is first touched.
+        var bytes = good
+        bytes[Int(header.checksumTableOffset) + 2] ^= 0x01
+        let table = write("table.lkd", bytes)
+        XCTAssertEqual(verifyError(table)?.description,
+                       "\(table): damaged: bytes \(header.checksumTableOffset)...\(header.checksumTableOffset + 7) (checksum table) do not match their checksum (the file is damaged)")
+        // The root table: found when the file is opened.
+        bytes = good
+        bytes[good.count - 1] ^= 0x01
+        let root = write("root.lkd", bytes)
+        XCTAssertEqual(openError(root)?.description,
+                       "\(root): damaged: bytes \(header.rootTableOffset)...\(good.count - 1) (root table) do not match their checksum (the file is damaged)")
+    }
+
+    /// Version-1 files (one checksum over the content) are still read, and
+    /// verified completely before the first answer.
+    func testVersionOneFilesAreVerifiedWhole() throws {
+        let path = folder.file("v1.lkd")
+        try DirectoryWriter.write(try content([Source("dir.csv", .csv, "number,action,label\n+8613800138000,block,Fraud\n+86170*,identify,Virtual\n")]),
+                                  to: path, formatVersion: 1)
+        let v1 = try DirectoryFile(path: path)
+        XCTAssertEqual(v1.header.formatVersion, 1)
+        XCTAssertNil(v1.verifier)
+        XCTAssertFalse(v1.isFullyVerified)
+        XCTAssertEqual(try v1.lookup(number("+8613800138000"))?.blocked, true)
+        XCTAssertTrue(v1.isFullyVerified, "the first lookup verified the whole file")
+        XCTAssertEqual(try v1.lookup(number("+8617012345678")).map { v1.label($0.label!) }, "Virtual")
+
+        var bytes = readBytes(path)
+        bytes[bytes.count - 3] ^= 0x20
+        let damaged = write("v1-damaged.lkd", bytes)
+        let file = try DirectoryFile(path: damaged)
+        XCTAssertThrowsError(try file.lookup(number("+8613800138000"))) {
+            XCTAssertEqual($0 as? DirectoryError, .contentChecksumMismatch(path: damaged))
+        }
+        XCTAssertEqual(file.damage, .contentChecksumMismatch(path: damaged))
+        XCTAssertEqual(verifyError(damaged), .contentChecksumMismatch(path: damaged))
+        XCTAssertEqual(file.verifyBlocks().total, 1)
+    }
+
+    /// A file of many blocks with one damaged: lookups that read only sound
+    /// blocks answer, those that read the damaged one throw, every time.
+    func testOneDamagedBlockAmongMany() throws {
+        var c = DirectoryContent()
+        c.exactKeys = (0..<20_000).map { 8613800000000 + UInt64($0) * 3 }
+        c.exactValues = c.exactKeys.map { $0 % 2 == 0 ? 1 : 2 }
+        c.labels = [Array("Courier".utf8)]
+        let path = folder.file("big.lkd")
+        try DirectoryWriter.write(c, to: path, blockShift: 9)
+        let sound = try DirectoryFile(path: path)
+        XCTAssertGreaterThan(sound.header.blockCount, 400)
+        // Damage the slot of one key near the leaves: few lookups pass through it.
+        var bytes = readBytes(path)
+        let slot = 19_000
+        bytes[Int(sound.header.keysOffset) + 8 * slot] ^= 0x04
+        let damagedPath = write("big-damaged.lkd", bytes)
+        let file = try DirectoryFile(path: damagedPath)
+        var answered = 0, refused = 0
+        for key in c.exactKeys {
+            do {
+                let entry = try file.lookup(PhoneNumber(value: key)!)
+                XCTAssertEqual(entry?.blocked, key % 2 == 0, "+\(key)")
+                answered += 1
+            } catch {
+                guard case .damagedBlock(_, let offset, let length, "keys") = error else { return XCTFail("\(error)") }
+                XCTAssertTrue((offset..<(offset + length)).contains(Int(sound.header.keysOffset) + 8 * slot))
+                refused += 1
+            }
+        }
+        XCTAssertGreaterThan(answered, 19_000)
+        XCTAssertGreaterThan(refused, 0)
+        XCTAssertNotNil(file.damage)
+        XCTAssertFalse(file.isFullyVerified)
+        let blocks = file.verifyBlocks()
+        XCTAssertEqual(blocks.total, 1)
+        XCTAssertThrowsError(try file.verify())
+        XCTAssertThrowsError(try file.forEachEntry { _ in })
+    }
+
+    /// First touches from many threads at once agree, and mark every block.
+    func testConcurrentFirstTouches() throws {
+        var c = DirectoryContent()
+        c.exactKeys = (0..<50_000).map { 8613800000000 + UInt64($0) * 7 }
+        c.exactValues = c.exactKeys.map { _ in 1 }
+        let path = folder.file("threads.lkd")
+        try DirectoryWriter.write(c, to: path, blockShift: 9)
+        let file = try DirectoryFile(path: path)
+        let misses = FailureCount()
+        let keys = c.exactKeys
+        DispatchQueue.concurrentPerform(iterations: 8) { t in
+            for i in stride(from: t, to: keys.count, by: 3) {
+                if (try? file.lookup(PhoneNumber(value: keys[i])!))??.blocked != true { misses.add() }
+            }
+        }
+        XCTAssertEqual(misses.value, 0)
+        XCTAssertNil(file.damage)
+        // Every keys and values block was read by some lookup.
+        let keyBlocks = (Int(file.header.prefixesOffset) - 256) >> 9
+        XCTAssertGreaterThanOrEqual(try XCTUnwrap(file.verifier).verifiedBlockCount, keyBlocks)
+        XCTAssertEqual(file.verifyBlocks().total, 0)
+        XCTAssertTrue(file.isFullyVerified)
     }
 
     /// An unverified damaged file must never crash a lookup, the iteration or a label read.
@@ -127,14 +235,15 @@ final class CorruptionTests: XCTestCase {
             var bytes = good
             bytes[offset] ^= UInt8.random(in: 1...255, using: &rng)
             _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
-            let directory = try DirectoryFile(path: path)
+            // A flip in the root table is refused when opening.
+            guard let directory = try? DirectoryFile(path: path) else { continue }
             XCTAssertThrowsError(try directory.verify(), "byte \(offset)")
             for probe in probes {
-                if let entry = directory.lookup(probe), let label = entry.label {
+                if let entry = try? directory.lookup(probe), let label = entry.label {
                     XCTAssertLessThanOrEqual(directory.labelBytes(label).count, 255)
                 }
             }
-            directory.forEachEntry { entry in
+            try? directory.forEachEntry { entry in
                 if let label = entry.label { _ = directory.label(label) }
             }
         }
@@ -163,20 +272,20 @@ final class CorruptionTests: XCTestCase {
     }
 
     func testUnsupportedVersion() {
-        for version: UInt32 in [0, 2, 0xFFFF_FFFF] {
+        for version: UInt32 in [0, 3, 0xFFFF_FFFF] {
             var bytes = good
             put32(&bytes, 8, version)
             let path = write("v\(version).lkd", resealed(bytes))
             XCTAssertEqual(openError(path), .unsupportedVersion(path: path, version: version))
             XCTAssertEqual(openError(path)?.description,
-                           "\(path): unsupported directory format version \(version) (this lookupd reads version 1)")
+                           "\(path): unsupported directory format version \(version) (this lookupd reads versions 1 to 2)")
         }
         // A future version's header may be longer or shorter: the version is
-        // reported even when the file is too short for a version 1 header.
+        // reported even when the file is too short for a version 2 header.
         var head = Array(good.prefix(64))
-        put32(&head, 8, 2)
-        let path = write("v2short.lkd", head)
-        XCTAssertEqual(openError(path), .unsupportedVersion(path: path, version: 2))
+        put32(&head, 8, 3)
+        let path = write("v3short.lkd", head)
+        XCTAssertEqual(openError(path), .unsupportedVersion(path: path, version: 3))
     }
 
     func testEmptyFileFolderAndMissingFile() {
@@ -205,6 +314,11 @@ final class CorruptionTests: XCTestCase {
         check("keys.lkd", { put64(&$0, 72, 264) }, "section offsets do not match the counts in the header")
         check("labels.lkd", { put64(&$0, 48, UInt64(Int32.max)) }, "label count 2147483647 exceeds the format's limit")
         check("blocked.lkd", { put64(&$0, 56, 1000) }, "blocked/identified counts exceed the entry count")
+        check("shift.lkd", { put32(&$0, 168, 8) }, "block size 2^8 is outside 2^9...2^20")
+        check("reserved172.lkd", { put32(&$0, 172, 1) }, "reserved header bytes are not zero")
+        check("reserved240.lkd", { $0[240] = 1 }, "reserved header bytes are not zero")
+        check("table.lkd", { put64(&$0, 192, self.header.checksumTableOffset + 8) }, "section offsets do not match the counts in the header")
+        check("blocks.lkd", { put64(&$0, 184, self.header.blockCount + 1) }, "section offsets do not match the counts in the header")
         var bytes = good
         put64(&bytes, 16, UInt64(good.count) * 2)
         let path = write("fsize.lkd", resealed(bytes))

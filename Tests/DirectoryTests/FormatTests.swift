@@ -34,7 +34,7 @@ final class FormatTests: XCTestCase {
 
             // Every key is found with its own data.
             for (key, value) in zip(c.exactKeys, c.exactValues) {
-                let entry = directory.lookup(PhoneNumber(value: key)!)
+                let entry = try directory.lookup(PhoneNumber(value: key)!)
                 XCTAssertEqual(entry?.match, .exact(PhoneNumber(value: key)!), "n=\(n) key=\(key)")
                 XCTAssertEqual(entry?.blocked, value & 1 == 1, "n=\(n) key=\(key)")
                 XCTAssertEqual(entry?.label, value >> 1 == 0 ? nil : (value >> 1) - 1, "n=\(n) key=\(key)")
@@ -43,7 +43,7 @@ final class FormatTests: XCTestCase {
             var absent: [UInt64] = [1, 8613799999999, 8613800000000 + UInt64(n) * 7, 999_999_999_999_999]
             for i in 0..<n { absent += [8613800000000 + UInt64(i) * 7 + 1, 8613800000000 + UInt64(i) * 7 + 6] }
             for key in absent {
-                XCTAssertNil(directory.lookup(PhoneNumber(value: key)!), "n=\(n) absent key=\(key)")
+                XCTAssertNil(try directory.lookup(PhoneNumber(value: key)!), "n=\(n) absent key=\(key)")
             }
             // Iteration is ascending and complete.
             let iterated = entries(of: directory)
@@ -85,7 +85,7 @@ final class FormatTests: XCTestCase {
         """)])
         let directory = try writeAndOpen(c, in: folder)
         func describe(_ text: String) -> String {
-            guard let entry = directory.lookup(number(text)) else { return "none" }
+            guard let entry = try! directory.lookup(number(text)) else { return "none" }
             return "\(entry.match) \(entry.blocked ? "block" : "identify") \(entry.label.map { directory.label($0) } ?? "-")"
         }
         XCTAssertEqual(describe("+8617055551234"), "+8617055551234 identify Exact Entry")
@@ -107,10 +107,10 @@ final class FormatTests: XCTestCase {
     func testFifteenDigitPrefixAndLongestNumbers() throws {
         let c = try content([Source("dir.txt", .text, "+123456789012345*\n+999999999999999\n+1234567\n")])
         let directory = try writeAndOpen(c, in: folder)
-        XCTAssertEqual(directory.lookup(number("+123456789012345"))?.match, .prefix(prefix("+123456789012345*")))
-        XCTAssertEqual(directory.lookup(number("+999999999999999"))?.match, .exact(number("+999999999999999")))
-        XCTAssertEqual(directory.lookup(number("+1234567"))?.match, .exact(number("+1234567")))
-        XCTAssertNil(directory.lookup(number("+12345678901234")))
+        XCTAssertEqual(try directory.lookup(number("+123456789012345"))?.match, .prefix(prefix("+123456789012345*")))
+        XCTAssertEqual(try directory.lookup(number("+999999999999999"))?.match, .exact(number("+999999999999999")))
+        XCTAssertEqual(try directory.lookup(number("+1234567"))?.match, .exact(number("+1234567")))
+        XCTAssertNil(try directory.lookup(number("+12345678901234")))
         XCTAssertNoThrow(try directory.verify())
     }
 
@@ -126,7 +126,7 @@ final class FormatTests: XCTestCase {
         try DirectoryWriter.write(c, to: path)
         let directory = try DirectoryFile(path: path)
         let h = directory.header
-        XCTAssertEqual(h.formatVersion, 1)
+        XCTAssertEqual(h.formatVersion, 2)
         XCTAssertEqual(h.directoryVersion, 7)
         XCTAssertEqual(h.entryCount, 3)
         XCTAssertEqual(h.prefixCount, 1)
@@ -139,15 +139,33 @@ final class FormatTests: XCTestCase {
         XCTAssertEqual(h.labelIndexOffset, h.prefixesOffset + 16)
         XCTAssertEqual(h.labelDataOffset, h.labelIndexOffset + 4 * 4)
         XCTAssertEqual(h.labelDataSize, UInt64("BankFraudRange".utf8.count))
-        XCTAssertEqual(h.fileSize, UInt64(DirectoryLayout.align8(Int(h.labelDataOffset + h.labelDataSize))))
+        XCTAssertEqual(h.contentEnd, UInt64(DirectoryLayout.align8(Int(h.labelDataOffset + h.labelDataSize))))
         XCTAssertEqual(h.flags, 1)
+        // One 4 KiB block holds the whole content: one checksum, one root entry.
+        XCTAssertEqual(h.blockShift, 12)
+        XCTAssertEqual(h.blockCount, 1)
+        XCTAssertEqual(h.checksumTableOffset, h.contentEnd)
+        XCTAssertEqual(h.rootTableOffset, h.contentEnd + 8)
+        XCTAssertEqual(h.rootTableCount, 1)
+        XCTAssertEqual(h.fileSize, h.rootTableOffset + 8)
 
         let bytes = readBytes(path)
+        func u64(_ o: Int) -> UInt64 { bytes[o..<(o + 8)].reversed().reduce(0) { $0 << 8 | UInt64($1) } }
         XCTAssertEqual(bytes.count, Int(h.fileSize))
         XCTAssertEqual(Array(bytes.prefix(8)), [0x89, 0x4C, 0x4B, 0x44, 0x0D, 0x0A, 0x1A, 0x0A])
-        XCTAssertEqual(XXH64.hash(Array(bytes[256...])), h.contentChecksum)
+        let end = Int(h.contentEnd), table = Int(h.checksumTableOffset), root = Int(h.rootTableOffset)
+        XCTAssertEqual(u64(table), XXH64.hash(Array(bytes[256..<end]), seed: 0), "block 0, seeded with its number")
+        XCTAssertEqual(u64(root), XXH64.hash(Array(bytes[table..<root]), seed: 1 << 63), "table block 0")
+        XCTAssertEqual(XXH64.hash(Array(bytes[root...])), h.contentChecksum, "the root of the tree")
         XCTAssertEqual(XXH64.hash(Array(bytes[0..<248])), h.headerChecksum)
-        XCTAssertEqual(Array(bytes[136..<248]), [UInt8](repeating: 0, count: 112), "reserved header bytes are zero")
+        XCTAssertEqual(Array(bytes[136..<168]), [UInt8](repeating: 0, count: 32), "no journal merged; no numbering plan")
+        XCTAssertEqual(u64(168) & 0xFFFF_FFFF, 12)
+        XCTAssertEqual(u64(176), h.contentEnd)
+        XCTAssertEqual(u64(184), 1)
+        XCTAssertEqual(u64(192), h.checksumTableOffset)
+        XCTAssertEqual(u64(200), h.rootTableOffset)
+        XCTAssertEqual(u64(208), 1)
+        XCTAssertEqual(Array(bytes[216..<248]), [UInt8](repeating: 0, count: 32), "reserved header bytes are zero")
         XCTAssertEqual(directory.label(0), "Bank")
         XCTAssertEqual(directory.label(2), "Range")
         XCTAssertEqual(directory.label(3), "", "out-of-range label number")
@@ -195,7 +213,7 @@ final class FormatTests: XCTestCase {
         try DirectoryWriter.write(sampleContent(20), to: path)
         // The old mapping still reads the old file; a new open sees the new one.
         XCTAssertEqual(old.count, 10)
-        XCTAssertNotNil(old.lookup(PhoneNumber(value: 8613800000000 + 9 * 7)!))
+        XCTAssertNotNil(try old.lookup(PhoneNumber(value: 8613800000000 + 9 * 7)!))
         XCTAssertEqual(try DirectoryFile(path: path).count, 20)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), ["dir.lkd"])
     }
@@ -226,7 +244,7 @@ final class FormatTests: XCTestCase {
         let directory = try writeAndOpen(c, in: folder)
         XCTAssertNoThrow(try directory.verify())
         for i in stride(from: 0, to: 5000, by: 37) {
-            let entry = directory.lookup(number("+86138\(String(format: "%08d", i))"))
+            let entry = try directory.lookup(number("+86138\(String(format: "%08d", i))"))
             XCTAssertEqual(entry.flatMap { $0.label }.map { directory.label($0) }, "Label number \(i)")
         }
     }
@@ -234,9 +252,10 @@ final class FormatTests: XCTestCase {
     func testEmptyDirectory() throws {
         let directory = try writeAndOpen(DirectoryContent(), in: folder)
         XCTAssertEqual(directory.count, 0)
-        // Header, key and value slot 0 (padded to 8), label index word 0 (padded).
-        XCTAssertEqual(directory.header.fileSize, 280)
-        XCTAssertNil(directory.lookup(number("+8613800138000")))
+        // Header, key and value slot 0 (padded to 8), label index word 0
+        // (padded), one block checksum and one root entry.
+        XCTAssertEqual(directory.header.fileSize, 296)
+        XCTAssertNil(try directory.lookup(number("+8613800138000")))
         XCTAssertEqual(entries(of: directory), [])
         XCTAssertNoThrow(try directory.verify())
     }

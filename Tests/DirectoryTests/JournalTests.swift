@@ -37,7 +37,7 @@ final class JournalTests: XCTestCase {
     func stored(_ pattern: String, in path: String) throws -> String {
         let base = try DirectoryFile(path: path)
         let state = try JournalFollower.read(path: journalPath(path))?.state ?? JournalState()
-        guard let entry = DirectoryUpdates.stored(p(pattern), base: base, state: state) else { return "-" }
+        guard let entry = try DirectoryUpdates.stored(p(pattern), base: base, state: state) else { return "-" }
         let label = entry.label.map { String(decoding: $0, as: UTF8.self) } ?? ""
         return (entry.blocked ? "block" : "identify") + (label.isEmpty ? "" : " " + label) + (entry.record.map { " #\($0)" } ?? "")
     }
@@ -48,34 +48,37 @@ final class JournalTests: XCTestCase {
         let path = try directory(["+8613800138000,block,Fraud", "+86170*,block,Range"])
         _ = try DirectoryUpdates.add(p("+8613900000001"), blocked: true, label: Array("Spam".utf8), directory: path)
         _ = try DirectoryUpdates.remove(p("+86170*"), directory: path)
+        let now = UInt64(time(nil))
         let bytes = Array(FileManager.default.contents(atPath: journalPath(path))!)
-        XCTAssertEqual(bytes.count, 40 + (32 + 4) + 32)
+        XCTAssertEqual(bytes.count, 40 + (40 + 4) + 40)
         func u32(_ o: Int) -> UInt32 { bytes[o..<(o + 4)].reversed().reduce(0) { $0 << 8 | UInt32($1) } }
         func u64(_ o: Int) -> UInt64 { bytes[o..<(o + 8)].reversed().reduce(0) { $0 << 8 | UInt64($1) } }
         // Header.
         XCTAssertEqual(Array(bytes[0..<8]), [0x89, 0x4C, 0x4B, 0x4A, 0x0D, 0x0A, 0x1A, 0x0A])
-        XCTAssertEqual(u32(8), 1)
+        XCTAssertEqual(u32(8), 2)
         XCTAssertEqual(u32(12), 40)
         let id = u64(16)
         XCTAssertNotEqual(id, 0)
         XCTAssertEqual(u64(24), 0, "base sequence of a new journal")
         XCTAssertEqual(u64(32), XXH64.hash(Array(bytes[0..<32])))
         // Record 1: add, block, label "Spam".
-        XCTAssertEqual(u32(40), 36)
+        XCTAssertEqual(u32(40), 44)
         XCTAssertEqual(bytes[44], 1)
         XCTAssertEqual(bytes[45], 1)
         XCTAssertEqual(UInt16(bytes[46]) | UInt16(bytes[47]) << 8, 4)
         XCTAssertEqual(u64(48), 1)
         XCTAssertEqual(u64(56), 8613900000001)
-        XCTAssertEqual(Array(bytes[64..<68]), Array("Spam".utf8))
-        XCTAssertEqual(u64(68), XXH64.hash(Array(bytes[40..<68]), seed: id))
+        XCTAssertLessThanOrEqual(u64(64), now, "the time of the change")
+        XCTAssertGreaterThan(u64(64), now - 60)
+        XCTAssertEqual(Array(bytes[72..<76]), Array("Spam".utf8))
+        XCTAssertEqual(u64(76), XXH64.hash(Array(bytes[40..<76]), seed: id))
         // Record 2: remove the prefix rule +86170* (5 digits).
-        XCTAssertEqual(u32(76), 32)
-        XCTAssertEqual(bytes[80], 2)
-        XCTAssertEqual(bytes[81], 0)
-        XCTAssertEqual(u64(84), 2)
-        XCTAssertEqual(u64(92), 5 << 56 | 86170)
-        XCTAssertEqual(u64(100), XXH64.hash(Array(bytes[76..<100]), seed: id))
+        XCTAssertEqual(u32(84), 40)
+        XCTAssertEqual(bytes[88], 2)
+        XCTAssertEqual(bytes[89], 0)
+        XCTAssertEqual(u64(92), 2)
+        XCTAssertEqual(u64(100), 5 << 56 | 86170)
+        XCTAssertEqual(u64(116), XXH64.hash(Array(bytes[84..<116]), seed: id))
     }
 
     func testHeaderCarriesTheMergedJournal() throws {
@@ -89,7 +92,8 @@ final class JournalTests: XCTestCase {
         let bytes = Array(FileManager.default.contents(atPath: path)!)
         XCTAssertEqual(Array(bytes[136..<144]), [0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11])
         XCTAssertEqual(Array(bytes[144..<152]), [42, 0, 0, 0, 0, 0, 0, 0])
-        XCTAssertEqual(Array(bytes[152..<248]), [UInt8](repeating: 0, count: 96), "the rest stays reserved")
+        XCTAssertEqual(Array(bytes[152..<168]), [UInt8](repeating: 0, count: 16), "the numbering plan's bytes")
+        XCTAssertEqual(Array(bytes[216..<248]), [UInt8](repeating: 0, count: 32), "the rest stays reserved")
         let file = try DirectoryFile(path: path)
         XCTAssertEqual(file.header.journalID, 0x1122_3344_5566_7788)
         XCTAssertEqual(file.header.journalSequence, 42)
@@ -110,20 +114,21 @@ final class JournalTests: XCTestCase {
         change = try DirectoryUpdates.add(p("013900000001"), blocked: true, label: nil, directory: path)
         XCTAssertNil(change.record)
         XCTAssertEqual(change.previous?.record, 1)
-        // The file's own entry, identical: nothing written either.
+        // The file's own entry, identical: written all the same, so that
+        // it outlives a rebuild of the file without it.
         change = try DirectoryUpdates.add(p("+8618600000000"), blocked: false, label: Array("Unicom".utf8), directory: path)
-        XCTAssertNil(change.record)
+        XCTAssertEqual(change.record?.sequence, 2)
         XCTAssertEqual(change.previous, DirectoryUpdates.StoredEntry(blocked: false, label: Array("Unicom".utf8), record: nil))
 
         // Changing the file's entry.
         change = try DirectoryUpdates.add(p("+8618600000000"), blocked: true, label: Array("Unicom?".utf8), directory: path)
-        XCTAssertEqual(change.record?.sequence, 2)
-        XCTAssertEqual(try stored("+8618600000000", in: path), "block Unicom? #2")
+        XCTAssertEqual(change.record?.sequence, 3)
+        XCTAssertEqual(try stored("+8618600000000", in: path), "block Unicom? #3")
 
         // Removing a file entry, a journal entry, a prefix rule.
-        XCTAssertEqual(try DirectoryUpdates.remove(p("+8613800138000"), directory: path).record?.sequence, 3)
-        XCTAssertEqual(try DirectoryUpdates.remove(p("+8613900000001"), directory: path).record?.sequence, 4)
-        XCTAssertEqual(try DirectoryUpdates.remove(p("+86170*"), directory: path).record?.sequence, 5)
+        XCTAssertEqual(try DirectoryUpdates.remove(p("+8613800138000"), directory: path).record?.sequence, 4)
+        XCTAssertEqual(try DirectoryUpdates.remove(p("+8613900000001"), directory: path).record?.sequence, 5)
+        XCTAssertEqual(try DirectoryUpdates.remove(p("+86170*"), directory: path).record?.sequence, 6)
         for gone in ["+8613800138000", "+8613900000001", "+86170*"] { XCTAssertEqual(try stored(gone, in: path), "-", gone) }
 
         // Removing what is not there (any more): unexpectedIncrementalRemoval.
@@ -133,13 +138,13 @@ final class JournalTests: XCTestCase {
             }
         }
         // Adding it back after a removal.
-        XCTAssertEqual(try DirectoryUpdates.add(p("+8613800138000"), blocked: false, label: Array("Cleared".utf8), directory: path).record?.sequence, 6)
-        XCTAssertEqual(try stored("+8613800138000", in: path), "identify Cleared #6")
+        XCTAssertEqual(try DirectoryUpdates.add(p("+8613800138000"), blocked: false, label: Array("Cleared".utf8), directory: path).record?.sequence, 7)
+        XCTAssertEqual(try stored("+8613800138000", in: path), "identify Cleared #7")
 
         let journal = try XCTUnwrap(try JournalFollower.read(path: journalPath(path)))
         XCTAssertNil(journal.tail)
-        XCTAssertEqual(journal.state.lastSequence, 6)
-        XCTAssertEqual(journal.state.recordCount, 6)
+        XCTAssertEqual(journal.state.lastSequence, 7)
+        XCTAssertEqual(journal.state.recordCount, 7)
         XCTAssertEqual(journal.state.latest.count, 4)
     }
 
@@ -163,7 +168,7 @@ final class JournalTests: XCTestCase {
             _ = try DirectoryUpdates.add(p("+861390000000\(i)"), blocked: true, label: Array("Spam \(i)".utf8), directory: path)
         }
         let good = Array(FileManager.default.contents(atPath: journalPath(path))!)
-        let lastStart = good.count - (32 + "Spam 3".utf8.count)
+        let lastStart = good.count - (40 + "Spam 3".utf8.count)
         for cut in (lastStart + 1)..<good.count {
             XCTAssertTrue(FileManager.default.createFile(atPath: journalPath(path), contents: Data(good[0..<cut])))
             let follower = JournalFollower(path: journalPath(path))
@@ -205,7 +210,7 @@ final class JournalTests: XCTestCase {
         bytes[40 + 20] ^= 0xFF  // inside record 1: records 2...4 follow it
         XCTAssertTrue(FileManager.default.createFile(atPath: journalPath(path), contents: Data(bytes)))
         XCTAssertThrowsError(try JournalFollower.read(path: journalPath(path))) { error in
-            guard case .damaged(_, 40, 128, _)? = error as? JournalError else { return XCTFail("\(error)") }
+            guard case .damaged(_, 40, 160, _)? = error as? JournalError else { return XCTFail("\(error)") }
         }
         XCTAssertThrowsError(try DirectoryUpdates.add(p("+8613900000009"), blocked: true, label: nil, directory: path))
         XCTAssertEqual(Array(FileManager.default.contents(atPath: journalPath(path))!), bytes, "left as it was for the operator")
@@ -253,15 +258,18 @@ final class JournalTests: XCTestCase {
         XCTAssertEqual(follower.state.lastSequence, 3)
         XCTAssertEqual(follower.state.latest[8613900000001]?.operation, .remove)
 
-        // Compaction replaces the file: read from the start, same journal id.
+        // Compaction rewrites the journal without the superseded record 1:
+        // read from the start, same journal id, records 2 and 3 kept.
         let id = follower.state.journalID
         let summary = try DirectoryUpdates.compact(directory: path)
         XCTAssertEqual(summary.throughSequence, 3)
+        XCTAssertEqual(summary.droppedRecords, 1)
         update = try follower.poll()
         XCTAssertTrue(update.reset)
         XCTAssertEqual(follower.state.journalID, id)
-        XCTAssertEqual(follower.state.recordCount, 0)
-        XCTAssertEqual(follower.state.baseSequence, 3)
+        XCTAssertEqual(follower.state.recordCount, 2)
+        XCTAssertEqual(follower.state.baseSequence, 0)
+        XCTAssertEqual(follower.state.latest.values.map(\.sequence).sorted(), [2, 3])
         _ = try DirectoryUpdates.add(p("+8613900000003"), blocked: true, label: nil, directory: path)
         update = try follower.poll()
         XCTAssertEqual(follower.state.lastSequence, 4, "numbering goes on after a compaction")
@@ -290,7 +298,9 @@ final class JournalTests: XCTestCase {
         let summary = try DirectoryUpdates.compact(directory: path)
         XCTAssertTrue(summary.rewroteDirectory)
         XCTAssertEqual(summary.mergedEntries, 5)
-        XCTAssertEqual(summary.mergedRecords, 5)
+        XCTAssertEqual(summary.changes, 5)
+        XCTAssertEqual(summary.droppedRecords, 0)
+        XCTAssertFalse(summary.rewroteJournal, "no superseded record to drop")
         XCTAssertEqual(summary.throughSequence, 5)
         XCTAssertEqual(summary.exactEntries, 3)
         XCTAssertEqual(summary.prefixRules, 1)
@@ -305,13 +315,15 @@ final class JournalTests: XCTestCase {
         XCTAssertEqual((0..<Int(file.labelTableCount)).map { file.label(UInt32($0)) }, ["Carrier", "Courier", "Spam"], "only labels in use, in order")
         let journal = try XCTUnwrap(try JournalFollower.read(path: journalPath(path)))
         XCTAssertEqual(journal.state.journalID, file.header.journalID)
-        XCTAssertEqual(journal.state.baseSequence, 5)
-        XCTAssertEqual(journal.state.recordCount, 0)
+        XCTAssertEqual(journal.state.baseSequence, 0)
+        XCTAssertEqual(journal.state.recordCount, 5, "the journal keeps every change for the next rebuild")
+        XCTAssertTrue(journal.state.pending(over: file.header).isEmpty)
 
         // Nothing more to do, and the directory file is not rewritten.
         let again = try DirectoryUpdates.compact(directory: path)
         XCTAssertFalse(again.rewroteDirectory)
-        XCTAssertFalse(again.replacedJournal)
+        XCTAssertFalse(again.rewroteJournal)
+        XCTAssertEqual(again.changes, 5)
     }
 
     /// The crash between renaming the new directory file in and emptying the

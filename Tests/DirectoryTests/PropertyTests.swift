@@ -92,7 +92,7 @@ final class PropertyTests: XCTestCase {
         }
         var failures = 0
         for (key, value) in zip(c.exactKeys, c.exactValues) {
-            let entry = directory.lookup(PhoneNumber(value: key)!)
+            let entry = try directory.lookup(PhoneNumber(value: key)!)
             let ok = entry?.match == .exact(PhoneNumber(value: key)!) && entry?.blocked == (value & 1 == 1)
                 && entry.flatMap { $0.label.map { directory.label($0) } } == expectLabel(value)
             if !ok {
@@ -126,7 +126,7 @@ final class PropertyTests: XCTestCase {
             }
             guard members[n] == nil, PhoneNumber(value: n) != nil else { continue }
             checked += 1
-            let entry = directory.lookup(PhoneNumber(value: n)!)
+            let entry = try directory.lookup(PhoneNumber(value: n)!)
             let expected = expectedRule(n)
             if expected != nil { covered += 1 }
             let ok: Bool
@@ -148,7 +148,7 @@ final class PropertyTests: XCTestCase {
         var iterated = 0
         var previous: UInt64 = 0
         var ordered = true
-        directory.forEachEntry { entry in
+        try directory.forEachEntry { entry in
             if case .exact(let number) = entry.match {
                 if number.value <= previous { ordered = false }
                 previous = number.value

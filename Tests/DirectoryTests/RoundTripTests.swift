@@ -11,7 +11,7 @@ final class RoundTripTests: XCTestCase {
     /// CSV as `lookupd export` writes it, from the library's iteration.
     func exportCSV(_ directory: DirectoryFile) -> String {
         var out = "number,action,label\n"
-        directory.forEachEntry { entry in
+        try! directory.forEachEntry { entry in
             out += entry.match.description + (entry.blocked ? ",block," : ",identify,")
             if let label = entry.label {
                 let text = directory.label(label)

@@ -101,7 +101,7 @@ struct FlatEntry: Equatable, CustomStringConvertible {
 
 func entries(of directory: DirectoryFile) -> [FlatEntry] {
     var out: [FlatEntry] = []
-    directory.forEachEntry { entry in
+    try! directory.forEachEntry { entry in
         out.append(FlatEntry(match: entry.match, blocked: entry.blocked, label: entry.label.map { directory.label($0) }))
     }
     return out

@@ -57,10 +57,10 @@ final class WriterFailureTests: XCTestCase {
         XCTAssertEqual(try DirectoryFile(path: path).count, 20)
     }
 
-    /// Compaction writes the directory, then replaces the journal. A journal replacement
-    /// that fails keeps the old journal (its records are already merged, and readers skip
-    /// merged records), and compaction says so.
-    func testJournalReplacementLeavesTheOldJournal() throws {
+    /// Compaction writes the directory, then rewrites the journal without its superseded
+    /// records. A rewrite that fails keeps the old journal (it says the same), and
+    /// compaction says so.
+    func testJournalRewriteLeavesTheOldJournal() throws {
         let path = folder.file("main.lkd")
         try DirectoryWriter.write(content(3), to: path)
         for i in 0..<3 { _ = try DirectoryUpdates.add(.exact(PhoneNumber(value: 8613900000000 + UInt64(i))!), blocked: true, label: nil, directory: path) }
@@ -70,7 +70,7 @@ final class WriterFailureTests: XCTestCase {
                      .init(.rename, .ioError, pathContains: ".journal")] {
             guard let journal = try LockedJournal.open(path: journalPath, create: false) else { return XCTFail("no journal") }
             SystemCallFaults.inject([rule])
-            XCTAssertThrowsError(try journal.replace(baseSequence: journal.state.lastSequence), "\(rule)") { error in
+            XCTAssertThrowsError(try journal.rewrite(), "\(rule)") { error in
                 guard case .system(_, _, let code) = error as? JournalError else { return XCTFail("\(error)") }
                 XCTAssertEqual(code, rule.errno.rawValue)
             }
@@ -80,9 +80,13 @@ final class WriterFailureTests: XCTestCase {
             XCTAssertEqual(names(), ["main.lkd", "main.lkd.journal"], "\(rule): no temporary left")
             XCTAssertEqual(try JournalFollower.read(path: journalPath)?.state.recordCount, 3)
         }
+        // A record superseded: the compaction rewrites the journal, keeping the three changes.
+        _ = try DirectoryUpdates.add(.exact(PhoneNumber(value: 8613900000000)!), blocked: true, label: Array("Again".utf8), directory: path)
         let summary = try DirectoryUpdates.compact(directory: path)
-        XCTAssertTrue(summary.replacedJournal)
+        XCTAssertTrue(summary.rewroteJournal)
+        XCTAssertEqual(summary.droppedRecords, 1)
         XCTAssertEqual(try DirectoryFile(path: path).count, 6)
+        XCTAssertEqual(try JournalFollower.read(path: journalPath)?.state.recordCount, 3)
     }
 
     /// A compaction killed (SIGKILL) while writing leaves a full-size temporary; the next

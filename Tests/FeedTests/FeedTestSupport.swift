@@ -90,7 +90,7 @@ class FeedTestCase: XCTestCase {
         let directory = try DirectoryFile(path: file)
         try directory.verify()
         var lines: [String] = []
-        directory.forEachEntry { entry in
+        try directory.forEachEntry { entry in
             lines.append("\(entry.match) \(entry.blocked ? "block" : "identify") \(entry.label.map { directory.label($0) } ?? "")")
         }
         return lines

@@ -389,14 +389,19 @@ final class ConfigurationTests: XCTestCase {
             XCTAssertEqual("\(error)", "\(folder.file("missing.lkd")): cannot open: No such file or directory")
         }
 
-        // A damaged directory opens, but is refused when verification is asked for.
+        // A damaged directory opens, but is refused when verification is
+        // asked for, and without it has no say in a decision.
         var bytes = Array(FileManager.default.contents(atPath: folder.file("good.lkd"))!)
-        bytes[bytes.count - 1] ^= 0xFF
+        let header = try DirectoryFile(path: folder.file("good.lkd")).header
+        bytes[Int(header.keysOffset) + 8] ^= 0xFF
         _ = FileManager.default.createFile(atPath: folder.file("damaged.lkd"), contents: Data(bytes))
         config = try ConfigParser.parse("directory = damaged.lkd\n", path: folder.file("lookupd.conf"))
-        XCTAssertNoThrow(try ScreeningLoader.load(config, verify: false))
+        let unverified = try ScreeningLoader.load(config, verify: false)
+        let decision = unverified.set.decide(identity: "+8613800138000")
+        XCTAssertEqual(decision.damagedDirectory, 0)
+        XCTAssertEqual(decision.verdict, .unknown)
         XCTAssertThrowsError(try ScreeningLoader.load(config, verify: true)) { error in
-            XCTAssertEqual("\(error)", "\(folder.file("damaged.lkd")): content checksum mismatch (the file is damaged)")
+            XCTAssertEqual("\(error)", "\(folder.file("damaged.lkd")): damaged: bytes 256...\(header.contentEnd - 1) (keys, values, label index, label data) do not match their checksum (the file is damaged)")
         }
     }
 }
