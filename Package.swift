@@ -52,13 +52,13 @@ let package = Package(
         .target(name: "Configuration", dependencies: ["Addresses", "Directory", "Screening", "SystemCalls", "TextFormats"]),
         // What a configuration names, read into values: contacts, directories with their
         // journals, the time zone. Used at start-up and reload (and by the CLI), never per request.
-        .target(name: "Loading", dependencies: ["Configuration", "Directory", "Screening", "SystemCalls"]),
+        .target(name: "Loading", dependencies: ["Configuration", "Directory", "Screening", "SystemCalls", "TextFormats"]),
         .target(name: "Daemon", dependencies: ["Addresses", "SIP", "Screening", "Directory", "Configuration", "Loading", "SystemCalls", "TextFormats", "CIntrinsics", "FeedRecords"]),
         // FeedRecords: the feed record file format (STATE-DIRECTORY/feeds/NAME.state), read by
         // the daemon's stats too (no Foundation; files through SystemCalls).
         .target(name: "FeedRecords", dependencies: ["SystemCalls"]),
         .target(name: "Feeds", dependencies: ["FeedRecords", "Configuration", "Directory", "TextFormats", "SystemCalls", "CCurl", "CZlib", "CZip", "CCrypto"]),
-        .executableTarget(name: "lookupd", dependencies: ["Addresses", "Directory", "Screening", "Configuration", "Loading", "Daemon", "Feeds", "FeedRecords", "SystemCalls"]),
+        .executableTarget(name: "lookupd", dependencies: ["Addresses", "Directory", "Screening", "Configuration", "Loading", "Daemon", "Feeds", "FeedRecords", "SystemCalls", "TextFormats"]),
         .executableTarget(name: "lookupd-bench", dependencies: ["Directory", "Screening"]),
         // Fuzzing (docs/TESTING.md): the targets are a library so the regression
         // tests replay saved inputs through the same code; scripts/fuzz builds
@@ -75,11 +75,11 @@ let package = Package(
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls", "TestSupport"]),
         .testTarget(name: "TextFormatsTests", dependencies: ["TextFormats", "TestSupport"]),
         .testTarget(name: "DirectoryTests", dependencies: ["Directory", "TextFormats", "SystemCalls", "TestSupport"]),
-        .testTarget(name: "ScreeningTests", dependencies: ["Screening", "Directory", "Configuration", "Loading", "Addresses", "TestSupport"]),
+        .testTarget(name: "ScreeningTests", dependencies: ["Screening", "Directory", "Configuration", "Loading", "Addresses", "TextFormats", "TestSupport"]),
         .testTarget(name: "SIPTests", dependencies: ["SIP", "CSIPLexer", "TestSupport"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "SIP", "Screening", "Directory", "Configuration", "Loading", "Addresses", "lookupd", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["lookupd", "Configuration", "TestSupport"]),
-        .testTarget(name: "FeedTests", dependencies: ["Feeds", "FeedRecords", "Configuration", "Directory", "SystemCalls", "lookupd", "TestSupport"]),
+        .testTarget(name: "FeedTests", dependencies: ["Feeds", "FeedRecords", "Configuration", "Directory", "TextFormats", "SystemCalls", "lookupd", "TestSupport"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets", "lookupd-fuzz", "TestSupport"]),
     ]
 )

@@ -51,9 +51,38 @@ public enum ConfigParser {
             }
             s.config.directories.append(entry)
         },
-        ConfigKey(name: "contacts", syntax: "PATH", repeatable: true,
-                  summary: "A contacts list (.csv with name,number or .vcf). Contacts are never blocked and are labelled with their name.") { s, v throws(ValueError) in
-            s.config.contacts.append(s.resolve(try path(v)))
+        ConfigKey(name: "contacts", syntax: "PATH [name-column=COLUMN] [number-column=COLUMN] [header=no]", repeatable: true,
+                  summary: "A contacts list (.csv with name,number, a Google or Outlook contacts export, or .vcf). Contacts are never blocked and are labelled with their name. For a CSV file, name-column= and number-column= name its columns (a header name, or 1 for the first), header=no says its first line is data.") { s, v throws(ValueError) in
+            // Options only when every word after the first is one: a path
+            // with spaces still reads as written.
+            let words = try splitWords(v)
+            let options = words.dropFirst()
+            guard words.count > 1, options.allSatisfy({ $0.contains("=") && contactOptions.contains(String($0[..<$0.firstIndex(of: "=")!])) }) else {
+                s.config.contacts.append(s.resolve(try path(v)))
+                return
+            }
+            var columns = CSVColumnMapping()
+            for word in options {
+                let eq = word.firstIndex(of: "=")!
+                let key = String(word[..<eq]), value = String(word[word.index(after: eq)...])
+                switch key {
+                case "header":
+                    switch value.lowercased() {
+                    case "yes": columns.noHeader = false
+                    case "no": columns.noHeader = true
+                    default: throw ValueError("header= expects yes or no")
+                    }
+                default:
+                    guard let column = CSVColumn(value) else { throw ValueError("\(key)= expects a header name or a column number (1 is the first)") }
+                    if key == "name-column" { columns.label = column } else { columns.number = column }
+                }
+            }
+            if columns.namesColumns, columns.number == nil || columns.label == nil {
+                throw ValueError("name both columns: name-column= and number-column=")
+            }
+            let file = s.resolve(try path(words[0]))
+            s.config.contacts.append(file)
+            s.config.contactColumns[file] = columns
         },
         ConfigKey(name: "country-code", syntax: "DIGITS", repeatable: false,
                   summary: "Home country calling code for numbers written without one (default 86).") { s, v throws(ValueError) in
@@ -225,6 +254,8 @@ public enum ConfigParser {
         }
         return line
     }
+
+    static let contactOptions: Set<String> = ["name-column", "number-column", "header"]
 
     static func splitWords(_ value: String) throws(ValueError) -> [String] {
         var words: [String] = []

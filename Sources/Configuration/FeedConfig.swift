@@ -34,13 +34,17 @@ public struct FeedConfig: Equatable, Sendable {
     public var timeout: Int = 300
     /// A new list with fewer entries than this percentage below the installed one is refused.
     public var maxShrink: Int = 50
+    /// How its CSV lists are read (`number-column=`, `label-column=`,
+    /// `action-column=`, `action=`, `header=no`, `skip-invalid=yes`, `vanity=yes`).
+    public var source = DirectoryCompiler.SourceOptions()
 
     public init(name: String, url: String) {
         self.name = name
         self.url = url
     }
 
-    static let optionNames = ["into", "format", "compression", "members", "manifest", "sha256", "max-size", "timeout", "max-shrink"]
+    static let optionNames = ["into", "format", "compression", "members", "manifest", "sha256", "max-size", "timeout", "max-shrink",
+                              "number-column", "label-column", "action-column", "action", "header", "skip-invalid", "vanity"]
 
     /// Parses the value of a `feed =` line; `resolve` makes `into=` paths absolute.
     static func parse(_ value: String, resolve: (String) -> String) throws(ConfigParser.ValueError) -> FeedConfig {
@@ -63,6 +67,9 @@ public struct FeedConfig: Equatable, Sendable {
             do { try feed.set(key, value, resolve: resolve) } catch {
                 throw ConfigParser.ValueError("\(key)= \(error.message)")
             }
+        }
+        if feed.source.columns.namesColumns && feed.source.columns.number == nil {
+            throw ConfigParser.ValueError("name the number column too (number-column=NAME or NUMBER)")
         }
         if feed.compression != .zip && feed.compression != .auto && !feed.members.isEmpty {
             throw ConfigParser.ValueError("members= only applies to zip archives (compression=zip or auto)")
@@ -104,8 +111,32 @@ public struct FeedConfig: Equatable, Sendable {
             timeout = try ConfigParser.number(value, in: 1...86400, "seconds")
         case "max-shrink":
             maxShrink = try ConfigParser.number(value.hasSuffix("%") ? String(value.dropLast()) : value, in: 0...100, "a percentage")
+        case "number-column", "label-column", "action-column":
+            guard let column = CSVColumn(value) else { throw ConfigParser.ValueError("expects a header name or a column number (1 is the first)") }
+            switch key {
+            case "number-column": source.columns.number = column
+            case "label-column": source.columns.label = column
+            default: source.columns.action = column
+            }
+        case "action":
+            guard let action = CSVRowAction(rawValue: value) else { throw ConfigParser.ValueError("must be block or identify") }
+            source.defaultAction = action
+        case "header":
+            source.columns.noHeader = try FeedConfig.yesNo(value) == false
+        case "skip-invalid":
+            source.skipInvalid = try FeedConfig.yesNo(value)
+        case "vanity":
+            source.vanity = try FeedConfig.yesNo(value)
         default:
             break
+        }
+    }
+
+    static func yesNo(_ value: String) throws(ConfigParser.ValueError) -> Bool {
+        switch value.lowercased() {
+        case "yes", "true", "on": return true
+        case "no", "false", "off": return false
+        default: throw ConfigParser.ValueError("expects yes or no")
         }
     }
 

@@ -1,5 +1,6 @@
 import Addresses
 import Directory
+import TextFormats
 import Glibc
 import Screening
 
@@ -120,6 +121,9 @@ public struct LookupdConfig: Sendable {
     public var plan: NumberingPlan = .china
     public var directories: [DirectoryConfig] = []
     public var contacts: [String] = []
+    /// The CSV columns named on a `contacts =` line (`name-column=`,
+    /// `number-column=`, `header=no`), by the list's path.
+    public var contactColumns: [String: CSVColumnMapping] = [:]
 
     public var listen: [ListenAddress] = []
     public var mode: ServiceMode = .redirect

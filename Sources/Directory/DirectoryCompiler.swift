@@ -24,7 +24,50 @@ public final class DirectoryCompiler {
         public var format: SourceFormat? = nil
         /// Diagnostics kept in memory; the rest are only counted.
         public var maxDiagnostics = 1000
+        /// CSV: the columns the operator named (`--number-column` ...),
+        /// and `--no-header`.
+        public var columns = CSVColumnMapping()
+        /// CSV: the action of rows with no action column or an empty one
+        /// (`--action`); nil: a label identifies, a bare number blocks.
+        public var defaultAction: CSVRowAction? = nil
+        /// Leave bad lines out (each reported as a warning and counted)
+        /// instead of refusing the whole compile (`--skip-invalid`).
+        public var skipInvalid = false
+        /// Read letters in numbers as keypad digits (`--vanity`).
+        public var vanity = false
         public init() {}
+    }
+
+    /// How one source is read: `Options` says it for every source, a feed
+    /// for its own lists (`number-column=` and the like on its line).
+    public struct SourceOptions: Equatable, Sendable {
+        public var columns = CSVColumnMapping()
+        public var defaultAction: CSVRowAction? = nil
+        public var skipInvalid = false
+        public var vanity = false
+        public init() {}
+    }
+
+    /// What the compile did besides the entries, for its summary line.
+    public struct Summary: Sendable {
+        /// Files recognised as a well-known export.
+        public var shapes: [(file: String, shape: CSVExportShape)] = []
+        /// Lines left out by `skipInvalid`.
+        public var skippedLines = 0
+        /// Rows of an export without any number (a contact with no phone).
+        public var rowsWithoutNumber = 0
+        /// Numbers whose extension was dropped.
+        public var extensionsDropped = 0
+        /// Vanity numbers read as digits.
+        public var vanityNumbers = 0
+        /// Lines giving a number (or rule) that another line gave the same data: merged.
+        public var duplicatesMerged = 0
+        /// Lines giving a number other data than an earlier line, the
+        /// earlier one kept: `--on-duplicate first`, or a recognised export
+        /// (the FTC lists a number once per complaint).
+        public var conflictsKeptFirst = 0
+        /// Such lines where `--on-duplicate last` kept the later one.
+        public var conflictsKeptLast = 0
     }
 
     /// Called with a phase name and the fraction done, for a progress bar.
@@ -44,6 +87,23 @@ public final class DirectoryCompiler {
     public private(set) var diagnostics: [Diagnostic] = []
     public private(set) var diagnosticCount = 0
     public private(set) var linesRead = 0
+    /// Lines left out, extensions dropped and the like: not errors, but
+    /// the operator should see them (the first `maxDiagnostics`).
+    public private(set) var warnings: [Diagnostic] = []
+    public private(set) var warningCount = 0
+    public private(set) var summary = Summary()
+    /// Entries read and kept (lines read, less those left out).
+    public var entriesKept: Int { linesRead - summary.skippedLines }
+    /// Lines refused that `skipInvalid` would have left out.
+    public private(set) var rejectedLines = 0
+    /// Files whose conflicting lines keep the first (recognised exports).
+    private var lenientFiles = Set<UInt64>()
+    /// The file being read has North American numbers (FTC data): read
+    /// them with that plan. A flag, not a second normalizer in a `var`:
+    /// this is read once per line.
+    private var northAmericanFile = false
+    /// How the file being read is read.
+    private var source = SourceOptions()
     private var pending: [Pending] = []
     private let labels = LabelInterner()
     private var files: [String] = []
@@ -58,22 +118,42 @@ public final class DirectoryCompiler {
 
     // MARK: - Reading sources
 
+    /// The source options `Options` gives every source.
+    public var defaultSourceOptions: SourceOptions {
+        var s = SourceOptions()
+        s.columns = options.columns
+        s.defaultAction = options.defaultAction
+        s.skipInvalid = options.skipInvalid
+        s.vanity = options.vanity
+        return s
+    }
+
     /// Reads one source file. Problems are recorded as diagnostics; only a
     /// file that cannot be read at all is thrown.
-    public func add(path: String) throws(DirectoryError) {
+    public func add(path: String, source: SourceOptions? = nil) throws(DirectoryError) {
         let file = try MappedFile(path: path)
         guard let format = options.format ?? SourceFormat.guess(path: path) else {
             report(path, 0, "cannot tell the format from the file name; name it .csv, .json, .txt or .vcf, or pass --format")
             return
         }
-        add(bytes: file.bytes, name: path, format: format)
+        add(bytes: file.bytes, name: path, format: format, source: source)
     }
 
     /// Reads one source held in memory (`name` is used in diagnostics).
-    public func add(bytes: UnsafeRawBufferPointer, name: String, format: SourceFormat) {
+    public func add(bytes: UnsafeRawBufferPointer, name: String, format: SourceFormat, source: SourceOptions? = nil) {
         files.append(name)
         let fileIndex = UInt64(files.count - 1)
-        let input = TextInput.strippingBOM(bytes)
+        northAmericanFile = false
+        self.source = source ?? defaultSourceOptions
+        // Windows "Unicode" text: read as the UTF-8 it says.
+        if let converted = TextInput.utf8FromUTF16(bytes) {
+            converted.withUnsafeBytes { read(TextInput.strippingBOM($0), name: name, file: fileIndex, format: format) }
+            return
+        }
+        read(TextInput.strippingBOM(bytes), name: name, file: fileIndex, format: format)
+    }
+
+    private func read(_ input: UnsafeRawBufferPointer, name: String, file fileIndex: UInt64, format: SourceFormat) {
         do {
             switch format {
             case .csv: try readCSV(input, name: name, file: fileIndex)
@@ -88,8 +168,8 @@ public final class DirectoryCompiler {
         }
     }
 
-    public func add(bytes: [UInt8], name: String, format: SourceFormat) {
-        bytes.withUnsafeBytes { add(bytes: $0, name: name, format: format) }
+    public func add(bytes: [UInt8], name: String, format: SourceFormat, source: SourceOptions? = nil) {
+        bytes.withUnsafeBytes { add(bytes: $0, name: name, format: format, source: source) }
     }
 
     private func report(_ file: String, _ line: Int, _ message: String) {
@@ -97,6 +177,26 @@ public final class DirectoryCompiler {
         if diagnostics.count < options.maxDiagnostics {
             diagnostics.append(Diagnostic(file: file, line: line, message: message))
         }
+    }
+
+    private func warn(_ file: String, _ line: Int, _ message: String) {
+        warningCount += 1
+        if warnings.count < options.maxDiagnostics {
+            warnings.append(Diagnostic(file: file, line: line, message: message))
+        }
+    }
+
+    /// A bad line: an error, or with `skipInvalid` a warning and one line
+    /// left out. `counted`: the line is in `linesRead` already.
+    private func reject(_ file: String, _ line: Int, _ problems: [String], counted: Bool = false) {
+        if !counted { linesRead += 1 }
+        guard source.skipInvalid else {
+            rejectedLines += 1
+            for problem in problems { report(file, line, problem) }
+            return
+        }
+        summary.skippedLines += 1
+        warn(file, line, "skipped: " + problems.joined(separator: "; "))
     }
 
     private func reportProgress(_ done: Int, of total: Int) {
@@ -107,22 +207,13 @@ public final class DirectoryCompiler {
     private func addEntry(number: UnsafeRawBufferPointer, action: Action?, label: UnsafeRawBufferPointer?,
                          name: String, file: UInt64, line: Int) {
         linesRead += 1
-        var ok = true
-        var key: UInt64 = 0
-        switch normalizer.pattern(bytes: number) {
-        case .success(.exact(let n)): key = n.value
-        case .success(.prefix(let p)): key = 1 << 63 | DirectoryFormat.prefixKey(p)
-        case .failure(let reason):
-            report(name, line, "invalid number '\(Self.printable(number))': \(reason)")
-            ok = false
-        }
+        var problems: [String] = []
         var labelID: UInt32? = nil
         if let label {
             let trimmed = trimSpaces(label)
             if !trimmed.isEmpty {
                 if let problem = LabelRules.problem(trimmed) {
-                    report(name, line, "bad label: \(problem)")
-                    ok = false
+                    problems.append("bad label: \(problem)")
                 } else {
                     labelID = labels.intern(trimmed)
                 }
@@ -131,22 +222,102 @@ public final class DirectoryCompiler {
         let blocked: Bool
         switch action {
         case .block: blocked = true
-        case .identify:
-            blocked = false
-            if labelID == nil && ok {
-                report(name, line, "'identify' needs a label")
-                ok = false
-            }
+        case .identify: blocked = false
         case nil:
             // No action column: a label identifies, a bare number blocks.
             blocked = labelID == nil
         }
-        guard ok else { return }
+        var key: UInt64 = 0
+        let pattern = Self.needsCleaning(number)
+            ? cleanedPattern(number, blocked: blocked, name: name, line: line, problems: &problems)
+            : pattern(number).mapError { CompileProblem("invalid number '\(Self.printable(number))': \($0)") }
+        switch pattern {
+        case .success(.exact(let n)): key = n.value
+        case .success(.prefix(let p)): key = 1 << 63 | DirectoryFormat.prefixKey(p)
+        case .failure(let reason): problems.append(reason.message)
+        }
+        if action == .identify, labelID == nil, problems.isEmpty {
+            problems.append("'identify' needs a label")
+        }
+        guard problems.isEmpty else {
+            reject(name, line, problems, counted: true)
+            return
+        }
         pending.append(Pending(key: key, origin: file << 40 | UInt64(line),
                                value: DirectoryFormat.encodeValue(blocked: blocked, label: labelID)))
     }
 
-    enum Action { case block, identify }
+    private func pattern(_ bytes: UnsafeRawBufferPointer) -> Result<NumberPattern, InvalidNumber> {
+        northAmericanFile ? Self.northAmerica.pattern(bytes: bytes) : normalizer.pattern(bytes: bytes)
+    }
+
+    /// Bytes other than digits, '+', '*' and the usual separators: the
+    /// field may carry an extension or letters.
+    private static func needsCleaning(_ number: UnsafeRawBufferPointer) -> Bool {
+        for b in number {
+            switch b {
+            case 0x30...0x39, 0x2B, 0x2A, 0x2D, 0x20, 0x28, 0x29, 0x2E, 0x2F: continue
+            default: return true
+            }
+        }
+        return false
+    }
+
+    /// The pattern of a number written as address books write it: an
+    /// extension is dropped with a warning (calls come from the main
+    /// number) when the entry only identifies, and refused when it blocks
+    /// (blocking the main number blocks everyone behind it); letters are
+    /// keypad digits with `vanity`, refused with that hint otherwise.
+    private func cleanedPattern(_ number: UnsafeRawBufferPointer, blocked: Bool, name: String, line: Int,
+                                problems: inout [String]) -> Result<NumberPattern, CompileProblem> {
+        if PhoneText.isBareExtension(number) {
+            return .failure(CompileProblem("'\(Self.printable(number))' is an extension without its number"))
+        }
+        let split = PhoneText.splitExtension(number)
+        var main = split.number
+        if let ext = split.extensionDigits {
+            let shown = Self.printable(number)
+            if blocked {
+                return .failure(CompileProblem("'\(shown)' has an extension (\(Self.printable(ext))): caller ID shows the main number, and blocking it blocks every extension behind it; list the main number to do that"))
+            }
+            summary.extensionsDropped += 1
+            warn(name, line, "'\(shown)': extension \(Self.printable(ext)) dropped (calls come from the main number \(Self.printable(main)))")
+        }
+        var converted: [UInt8] = []
+        if PhoneText.isVanity(main) {
+            converted = PhoneText.vanityDigits(main)
+            let digits = String(decoding: converted, as: UTF8.self)
+            guard source.vanity else {
+                return .failure(CompileProblem("'\(Self.printable(main))' has letters: a vanity number? --vanity reads them as keypad digits (\(Self.printable(digits)))"))
+            }
+            summary.vanityNumbers += 1
+            warn(name, line, "vanity number '\(Self.printable(main))' read as \(Self.printable(digits))")
+        }
+        return converted.withUnsafeBytes { digits in
+            if !converted.isEmpty { main = digits }
+            return pattern(main).mapError { CompileProblem("invalid number '\(Self.printable(number))': \($0)") }
+        }
+    }
+
+    enum Action {
+        case block, identify
+
+        init(_ action: CSVRowAction) {
+            switch action {
+            case .block: self = .block
+            case .identify: self = .identify
+            }
+        }
+    }
+
+    /// One bad part of a line, in the operator's words.
+    struct CompileProblem: Error {
+        var message: String
+        init(_ message: String) { self.message = message }
+    }
+
+    /// North America's plan, for the FTC's ten-digit numbers.
+    private static let northAmerica = NumberNormalizer(plan: try! NumberingPlan(countryCode: 1, nationalPrefix: "1", internationalPrefix: "011"))
 
     private static let actionWords: [(word: [UInt8], action: Action)] =
         ["block", "blocked", "b", "reject", "deny"].map { (Array($0.utf8), Action.block) }
@@ -166,51 +337,185 @@ public final class DirectoryCompiler {
 
     // MARK: CSV
 
+    /// How the rows of one CSV file are read, once its header is known.
+    /// A row layout of one number column and at most one label column.
+    private typealias SingleColumn = (number: Int, label: Int?, action: Int?, fixed: Action?, checksWidth: Bool, allowsEmpty: Bool)
+
+    private struct CSVPlan {
+        var layout: CSVLayout
+        /// Fields the header names (for the "too many fields" check).
+        var width: Int
+        /// The action of rows that give none.
+        var defaultAction: Action?
+        /// One number column and at most one label column (lookupd's own
+        /// shape, named columns, FreePBX, FTC): read in place, without
+        /// touching the layout's arrays on every line.
+        var single: SingleColumn?
+
+        init(layout: CSVLayout, width: Int, defaultAction: Action?) {
+            self.layout = layout
+            self.width = width
+            self.defaultAction = defaultAction
+            if layout.numberColumns.count == 1, !layout.splitsValues, layout.labelGroups.count <= 1,
+               layout.labelGroups.first.map({ $0.count == 1 }) ?? true {
+                single = (layout.numberColumns[0], layout.labelGroups.first?.first, layout.actionColumn,
+                          layout.fixedAction.map(Action.init), !layout.ignoresExtraColumns, layout.skipsEmptyNumbers)
+            }
+        }
+    }
+
     private func readCSV(_ bytes: UnsafeRawBufferPointer, name: String, file: UInt64) throws {
         // No delimiter in the first line: a single-column file (a header
         // `number` and one number per line), or an empty one.
         let delimiter = CSVDelimiter.detect(in: bytes) ?? .comma
-        var columns: (number: Int, action: Int?, label: Int?)? = nil
+        let mapping = source.columns
+        var plan: CSVPlan? = nil
         var headerFailed = false
         let total = bytes.count
         let reader = CSVReader(bytes: bytes, delimiter: delimiter)
+        // The one-column case in locals of its own: copying the plan (and
+        // its arrays) for every line of a long list costs a fifth of the time.
+        var single: SingleColumn? = nil
+        var width = 0
+        var defaultAction: Action? = nil
         try reader.forEachRecord { record in
-            if columns == nil {
+            if plan == nil {
                 if headerFailed { return }
-                columns = parseHeader(record, name: name)
-                if columns == nil { headerFailed = true }
-                return
+                plan = try csvPlan(record, name: name, file: file, mapping: mapping)
+                if plan == nil { headerFailed = true }
+                single = plan?.single
+                width = plan?.width ?? 0
+                defaultAction = plan?.defaultAction
+                // The first line is a header, unless the operator said there is none.
+                if !mapping.noHeader || plan == nil { return }
             }
-            let c = columns!
             if record.line & 0xFFFF == 0 { reportProgress(record.line, of: total / 32) }
-            guard record.count >= c.number + 1 else {
-                report(name, record.line, "missing number field")
-                return
+            if let s = single {
+                readSingleRow(record, s, width: width, defaultAction: defaultAction, delimiter: delimiter, name: name, file: file)
+            } else {
+                readCSVRow(record, plan!, delimiter: delimiter, name: name, file: file)
             }
-            var action: Action? = nil
-            if let a = c.action, a < record.count {
-                guard let parsed = parseAction(record[a]) else {
-                    report(name, record.line, "unknown action '\(Self.printable(record[a]))' (expected block or identify)")
-                    return
-                }
-                action = parsed
-            }
-            let label: UnsafeRawBufferPointer? = c.label.flatMap { $0 < record.count ? record[$0] : nil }
-            let maxColumn = max(c.number, c.action ?? 0, c.label ?? 0)
-            if record.count > maxColumn + 1 {
-                report(name, record.line, "\(record.count) fields, the header names \(maxColumn + 1) (a label with an unquoted '\(Character(Unicode.Scalar(delimiter.rawValue)))'?)")
-                return
-            }
-            addEntry(number: record[c.number], action: action, label: label, name: name, file: file, line: record.line)
         }
-        if columns == nil && !headerFailed {
+        if plan == nil && !headerFailed {
             report(name, 1, "empty file (expected a header line such as number,action,label)")
         }
     }
 
-    private func parseHeader(_ record: CSVRecord, name: String) -> (number: Int, action: Int?, label: Int?)? {
+    /// The plan for a file from its first record: the columns the operator
+    /// named, a recognised export, or lookupd's own header.
+    private func csvPlan(_ first: CSVRecord, name: String, file: UInt64, mapping: CSVColumnMapping) throws -> CSVPlan? {
+        let defaultAction = source.defaultAction.map(Action.init)
+        let header = mapping.noHeader ? nil : first.strings
+        if mapping.namesColumns {
+            do {
+                let layout = try CSVLayout.named(mapping, header: header, line: first.line)
+                return CSVPlan(layout: layout, width: first.count, defaultAction: defaultAction)
+            } catch let error as TextFormatError {
+                report(name, error.line, error.message)
+                return nil
+            }
+        }
+        guard let header else {
+            // No header and no names: lookupd's own order.
+            var layout = CSVLayout(numberColumns: [0], labelGroups: [[2]], actionColumn: 1)
+            layout.ignoresExtraColumns = false
+            return CSVPlan(layout: layout, width: 3, defaultAction: defaultAction)
+        }
+        if let recognised = CSVExportShape.recognize(header), let shape = recognised.shape {
+            summary.shapes.append((name, shape))
+            lenientFiles.insert(file)
+            if shape.isNorthAmerican { northAmericanFile = true }
+            return CSVPlan(layout: recognised, width: header.count, defaultAction: Action(shape.action))
+        }
+        guard let columns = parseHeader(first, name: name) else { return nil }
+        var layout = CSVLayout(numberColumns: [columns.number], labelGroups: columns.label.map { [[$0]] } ?? [],
+                               actionColumn: columns.action)
+        layout.ignoresExtraColumns = false
+        return CSVPlan(layout: layout, width: columns.width, defaultAction: defaultAction)
+    }
+
+    private func readCSVRow(_ record: CSVRecord, _ p: CSVPlan, delimiter: CSVDelimiter, name: String, file: UInt64) {
+        let layout = p.layout
+        var action: Action? = p.defaultAction
+        if let a = layout.actionColumn, a < record.count, !CSVLayout.isBlank(record[a]) {
+            guard let parsed = parseAction(record[a]) else {
+                reject(name, record.line, ["unknown action '\(Self.printable(record[a]))' (expected block or identify)"])
+                return
+            }
+            action = parsed ?? action
+        }
+        if let fixed = layout.fixedAction { action = Action(fixed) }
+        if !layout.ignoresExtraColumns, CSVLayout.hasExtraFields(record, width: p.width) {
+            reject(name, record.line, ["\(record.count) fields, the header names \(p.width) (a label with an unquoted '\(Character(Unicode.Scalar(delimiter.rawValue)))'?)"])
+            return
+        }
+        if layout.numberColumns.count == 1, !layout.splitsValues {
+            // lookupd's own shape, or one named column: no copies.
+            let c = layout.numberColumns[0]
+            guard c < record.count, !CSVLayout.isBlank(record[c]) else {
+                noNumber(record, c, skipped: layout.skipsEmptyNumbers, name: name)
+                return
+            }
+            layout.withLabel(record) { label in
+                addEntry(number: record[c], action: action, label: label, name: name, file: file, line: record.line)
+            }
+            return
+        }
+        let numbers = layout.numbers(record)
+        guard !numbers.isEmpty else {
+            summary.rowsWithoutNumber += 1
+            return
+        }
+        layout.withLabel(record) { label in
+            for number in numbers {
+                addEntry(number: number, action: action, label: label, name: name, file: file, line: record.line)
+            }
+        }
+    }
+
+    /// `readCSVRow` for one number column: this runs once per line of a
+    /// ten-million-line list, so nothing here allocates or copies.
+    private func readSingleRow(_ record: CSVRecord, _ s: SingleColumn, width: Int, defaultAction: Action?,
+                               delimiter: CSVDelimiter, name: String, file: UInt64) {
+        var action: Action? = defaultAction
+        if let a = s.action, a < record.count, !CSVLayout.isBlank(record[a]) {
+            guard let parsed = parseAction(record[a]) else {
+                reject(name, record.line, ["unknown action '\(Self.printable(record[a]))' (expected block or identify)"])
+                return
+            }
+            action = parsed ?? action
+        }
+        if let fixed = s.fixed { action = fixed }
+        if s.checksWidth, CSVLayout.hasExtraFields(record, width: width) {
+            reject(name, record.line, ["\(record.count) fields, the header names \(width) (a label with an unquoted '\(Character(Unicode.Scalar(delimiter.rawValue)))'?)"])
+            return
+        }
+        let c = s.number
+        guard c < record.count, !CSVLayout.isBlank(record[c]) else {
+            noNumber(record, c, skipped: s.allowsEmpty, name: name)
+            return
+        }
+        var label: UnsafeRawBufferPointer? = nil
+        if let l = s.label, l < record.count, !CSVLayout.isBlank(record[l]) { label = record[l] }
+        addEntry(number: record[c], action: action, label: label, name: name, file: file, line: record.line)
+    }
+
+    /// A row whose number field `c` is empty or missing: counted where the
+    /// layout skips such rows (exports), otherwise a bad line.
+    private func noNumber(_ record: CSVRecord, _ c: Int, skipped: Bool, name: String) {
+        if skipped {
+            summary.rowsWithoutNumber += 1
+        } else {
+            reject(name, record.line, [c < record.count ? "empty number field" : "missing number field"])
+        }
+    }
+
+    private func parseHeader(_ record: CSVRecord, name: String) -> (number: Int, action: Int?, label: Int?, width: Int)? {
         var number: Int? = nil, action: Int? = nil, label: Int? = nil
-        for i in 0..<record.count {
+        // A trailing delimiter leaves empty names at the end: not columns.
+        var width = record.count
+        while width > 1, CSVLayout.isBlank(record[width - 1]) { width -= 1 }
+        for i in 0..<width {
             let field = record.string(i).trimmingSpaces().lowercased()
             switch field {
             case "number", "phone", "phonenumber", "phonenum", "tel", "caller":
@@ -221,18 +526,18 @@ public final class DirectoryCompiler {
                 label = i
             default:
                 if i == 0, normalizer.pattern(record.string(i)).isSuccess {
-                    report(name, record.line, "missing header line (expected for example: number,action,label)")
+                    report(name, record.line, "missing header line (expected for example: number,action,label; or pass --no-header)")
                 } else {
-                    report(name, record.line, "unknown column '\(field)' in the header (expected number, action, label)")
+                    report(name, record.line, "unknown column '\(Self.printable(field))' in the header (expected number, action, label; or name the columns with --number-column, --label-column, --action-column)")
                 }
                 return nil
             }
         }
         guard let number else {
-            report(name, record.line, "the header has no 'number' column")
+            report(name, record.line, "the header has no 'number' column (name it with --number-column)")
             return nil
         }
-        return (number, action, label)
+        return (number, action, label, width)
     }
 
     // MARK: Plain text
@@ -250,27 +555,26 @@ public final class DirectoryCompiler {
     private func readJSON(_ bytes: UnsafeRawBufferPointer, name: String, file: UInt64) throws {
         try JSONValue.forEachRecord(in: bytes) { line, value in
             guard case .object(let members) = value else {
-                report(name, line, "expected an object with number, action and label")
+                reject(name, line, ["expected an object with number, action and label"])
                 return
             }
             var number: String? = nil
             var action: Action? = nil
             var label: String? = nil
-            var bad = false
+            var problems: [String] = []
             for (key, member) in members {
                 switch key {
                 case "number", "phoneNum", "phone":
                     switch member {
                     case .string(let s): number = s
                     case .number(let lexeme): number = lexeme
-                    default: report(name, line, "'\(key)' must be a string"); bad = true
+                    default: problems.append("'\(key)' must be a string")
                     }
                 case "action":
-                    guard case .string(let text) = member else { report(name, line, "'action' must be a string"); bad = true; continue }
+                    guard case .string(let text) = member else { problems.append("'action' must be a string"); continue }
                     var s = text
                     guard let parsed = s.withUTF8({ parseAction(UnsafeRawBufferPointer($0)) }) else {
-                        report(name, line, "unknown action '\(Self.printable(text))' (expected block or identify)")
-                        bad = true
+                        problems.append("unknown action '\(Self.printable(text))' (expected block or identify)")
                         continue
                     }
                     action = parsed
@@ -278,16 +582,18 @@ public final class DirectoryCompiler {
                     switch member {
                     case .string(let s): label = s
                     case .null: break
-                    default: report(name, line, "'\(key)' must be a string"); bad = true
+                    default: problems.append("'\(key)' must be a string")
                     }
                 default:
-                    report(name, line, "unknown field '\(Self.printable(key))' (expected number, action, label; or phoneNum, typeName)")
-                    bad = true
+                    problems.append("unknown field '\(Self.printable(key))' (expected number, action, label; or phoneNum, typeName)")
                 }
             }
-            guard !bad else { return }
+            guard problems.isEmpty else {
+                reject(name, line, problems)
+                return
+            }
             guard var number else {
-                report(name, line, "object has no 'number' (or 'phoneNum')")
+                reject(name, line, ["object has no 'number' (or 'phoneNum')"])
                 return
             }
             number.withUTF8 { numberBytes in
@@ -308,7 +614,7 @@ public final class DirectoryCompiler {
     private func readVCard(_ bytes: UnsafeRawBufferPointer, name: String, file: UInt64) throws {
         for card in try VCard.parse(bytes) {
             guard var label = card.displayName, !label.isEmpty else {
-                report(name, card.line, "card has no name (FN or N) to label its numbers with")
+                reject(name, card.line, ["card has no name (FN or N) to label its numbers with"])
                 continue
             }
             for tel in card.telephones {
@@ -339,14 +645,26 @@ public final class DirectoryCompiler {
             var j = i + 1
             while j < pending.count, pending[j].key == pending[i].key { j += 1 }
             var chosen = pending[i]
-            for k in (i + 1)..<j where pending[k].value != pending[i].value {
+            for k in (i + 1)..<j {
+                guard pending[k].value != pending[i].value else {
+                    summary.duplicatesMerged += 1
+                    continue
+                }
                 switch options.onDuplicate {
                 case .error:
                     let a = pending[i], b = pending[k]
-                    report(fileName(b.origin), Int(b.origin & 0xFF_FFFF_FFFF),
+                    let line = Int(b.origin & 0xFF_FFFF_FFFF)
+                    if lenientFiles.contains(a.origin >> 40), lenientFiles.contains(b.origin >> 40) {
+                        // An export lists a number once per complaint (or
+                        // contact): the first row decides, as for feeds.
+                        summary.conflictsKeptFirst += 1
+                        warn(fileName(b.origin), line, "\(describeKey(a.key)) again (\(describeValue(b.value))): \(fileName(a.origin)):\(a.origin & 0xFF_FFFF_FFFF) kept (\(describeValue(a.value)))")
+                        continue
+                    }
+                    report(fileName(b.origin), line,
                            "\(describeKey(a.key)) conflicts with \(fileName(a.origin)):\(a.origin & 0xFF_FFFF_FFFF) (\(describeValue(b.value)) here, \(describeValue(a.value)) there); use --on-duplicate first|last to choose")
-                case .first: break
-                case .last: chosen = pending[k]
+                case .first: summary.conflictsKeptFirst += 1
+                case .last: chosen = pending[k]; summary.conflictsKeptLast += 1
                 }
             }
             if options.onDuplicate == .last { chosen = pending[j - 1] }

@@ -45,7 +45,15 @@ struct FeedCheck {
 
     private func check(_ record: inout FeedRecord) throws(FeedError) -> CheckOutcome {
         // Without the last download on disk there is nothing to compare with or rebuild from.
-        let conditional = hasData && !options.force
+        // Validators answer for the URL they came from only: sent to a new URL, a
+        // server that answers 304 to any If-Modified-Since would keep the new list out.
+        let listMoved = record.validatorsURL != feed.url && !(record.etag.isEmpty && record.lastModified.isEmpty)
+        let manifestMoved = feed.manifest != nil && record.manifestValidatorsURL != feed.manifest
+            && !(record.manifestETag.isEmpty && record.manifestLastModified.isEmpty)
+        let conditional = hasData && !options.force && !listMoved && !manifestMoved
+        if listMoved || manifestMoved {
+            log(.info, "\(feed.name): \(listMoved ? "URL" : "manifest URL") changed since the last download; fetching it anew")
+        }
         var manifest: FeedManifest? = nil
         var manifestValidators: Validators? = nil
         if let url = feed.manifest {
@@ -71,6 +79,7 @@ struct FeedCheck {
                 if conditional, let same = sameAsFetched(parsed, record) {
                     record.manifestETag = download.validators.etag
                     record.manifestLastModified = download.validators.lastModified
+                    record.manifestValidatorsURL = url
                     return .unchanged(reason: same)
                 }
             }
@@ -103,9 +112,11 @@ struct FeedCheck {
         if conditional, !record.fetchedSHA256.isEmpty, fetched.sha256 == record.fetchedSHA256 {
             record.etag = fetched.validators.etag
             record.lastModified = fetched.validators.lastModified
+            record.validatorsURL = feed.url
             if let m = manifestValidators {
                 record.manifestETag = m.etag
                 record.manifestLastModified = m.lastModified
+                record.manifestValidatorsURL = feed.manifest ?? ""
             }
             return .unchanged(reason: "same content as the last download (sha256 \(fetched.sha256.prefix(12))...)")
         }
@@ -114,7 +125,12 @@ struct FeedCheck {
         if !unpacked.skipped.isEmpty {
             log(.info, "\(feed.name): archive members not read: \(unpacked.skipped.prefix(10).joined(separator: ", "))")
         }
-        let entries = try compiler.count(unpacked.sources)
+        let counted = try compiler.count(unpacked.sources)
+        let entries = counted.entries
+        for warning in counted.warnings.prefix(FeedCompiler.quotedDiagnostics) { log(.warning, "\(feed.name): \(warning)") }
+        if counted.warningCount > FeedCompiler.quotedDiagnostics {
+            log(.warning, "\(feed.name): ... and \(counted.warningCount - FeedCompiler.quotedDiagnostics) more lines left out or changed")
+        }
         if let expected = manifest?.count, expected != entries {
             throw FeedError("entry count mismatch: the list has \(entries) entries, the manifest says \(expected)")
         }

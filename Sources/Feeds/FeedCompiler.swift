@@ -11,12 +11,13 @@ struct FeedCompiler {
     /// Diagnostics quoted in an error before "... and N more".
     static let quotedDiagnostics = 5
 
-    /// Compiles one feed's lists alone: proves every line valid and counts the entries.
-    func count(_ sources: [SourceFile]) throws(FeedError) -> Int {
+    /// Compiles one feed's lists alone: proves every line valid (or, with
+    /// skip-invalid=yes, counts the lines left out) and counts the entries.
+    func count(_ sources: [SourceFile]) throws(FeedError) -> (entries: Int, warnings: [Diagnostic], warningCount: Int) {
         let compiler = makeCompiler(version: 0)
         try add(sources, to: compiler)
         _ = try finish(compiler)
-        return compiler.linesRead
+        return (compiler.entriesKept, compiler.warnings, compiler.warningCount)
     }
 
     /// Compiles the lists of several feeds, in priority order, into one directory.
@@ -39,7 +40,7 @@ struct FeedCompiler {
         for source in sources {
             let file: MappedFile
             do { file = try MappedFile(path: source.path) } catch { throw FeedError("\(error)") }
-            compiler.add(bytes: file.bytes, name: source.name, format: source.format)
+            compiler.add(bytes: file.bytes, name: source.name, format: source.format, source: source.options)
         }
     }
 

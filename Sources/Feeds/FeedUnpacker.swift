@@ -6,6 +6,8 @@ struct SourceFile {
     var name: String
     var path: String
     var format: SourceFormat
+    /// The feed's column mapping and the like.
+    var options = DirectoryCompiler.SourceOptions()
 }
 
 /// Turns a download (plain, gzip or zip) into the lists inside it.
@@ -25,7 +27,7 @@ enum FeedUnpacker {
             guard let format = feed.format ?? SourceFormat.guess(path: urlName) else {
                 throw FeedError("cannot tell the list's format from '\(urlName)'; add format=csv|json|text|vcard to the feed line")
             }
-            return Unpacked(sources: [SourceFile(name: "\(feed.name):\(urlName)", path: download, format: format)],
+            return Unpacked(sources: [SourceFile(name: "\(feed.name):\(urlName)", path: download, format: format, options: feed.source)],
                             compression: .none, skipped: [])
         case .gzip:
             let inner = strippingSuffix(urlName, [".gz", ".gzip"])
@@ -34,11 +36,11 @@ enum FeedUnpacker {
             }
             let path = folder + "/unpacked"
             _ = try GzipInflater.inflate(download, to: path, maxSize: feed.maxSize)
-            return Unpacked(sources: [SourceFile(name: "\(feed.name):\(inner)", path: path, format: format)],
+            return Unpacked(sources: [SourceFile(name: "\(feed.name):\(inner)", path: path, format: format, options: feed.source)],
                             compression: .gzip, skipped: [])
         case .zip:
             let extracted = try ZipExtractor.extract(download, into: folder, members: feed.members, format: feed.format, maxSize: feed.maxSize)
-            return Unpacked(sources: extracted.members.map { SourceFile(name: "\(feed.name):\($0.name)", path: $0.path, format: $0.format) },
+            return Unpacked(sources: extracted.members.map { SourceFile(name: "\(feed.name):\($0.name)", path: $0.path, format: $0.format, options: feed.source) },
                             compression: .zip, skipped: extracted.skipped)
         }
     }

@@ -3,6 +3,7 @@ import Directory
 import Glibc
 import Screening
 import SystemCalls
+import TextFormats
 
 /// Builds a `ScreeningSet` from a configuration: reads the contacts lists
 /// (global and per callee), opens the directories in priority order with
@@ -32,7 +33,8 @@ public enum ScreeningLoader {
         var warnings: [Diagnostic] = []
         var lists: [ContactList] = []
         for path in config.contacts {
-            lists.append(try loadContacts(path, normalizer: normalizer, warnings: &warnings))
+            lists.append(try loadContacts(path, normalizer: normalizer, columns: config.contactColumns[path] ?? CSVColumnMapping(),
+                                          warnings: &warnings))
         }
         var callee = CalleeContacts.none
         if let folder = config.contactsDirectory {
@@ -72,7 +74,8 @@ public enum ScreeningLoader {
         return Loaded(set: set, zone: try ZoneLoader.load(config.timeZone), warnings: warnings)
     }
 
-    static func loadContacts(_ path: String, normalizer: NumberNormalizer, warnings: inout [Diagnostic]) throws(LoadError) -> ContactList {
+    static func loadContacts(_ path: String, normalizer: NumberNormalizer, columns: CSVColumnMapping = CSVColumnMapping(),
+                             warnings: inout [Diagnostic]) throws(LoadError) -> ContactList {
         guard let format = ContactsFormat.guess(path: path) else {
             throw .contacts(Diagnostic(file: path, line: 0, message: "cannot tell the format from the file name; name it .csv or .vcf"))
         }
@@ -83,7 +86,7 @@ public enum ScreeningLoader {
             throw .contacts(Diagnostic(file: path, line: 0, message: error.message))
         }
         let parsed = bytes.withUnsafeBytes { raw in
-            Result { () throws(Diagnostic) in try ContactList.parse(bytes: raw, name: path, format: format, normalizer: normalizer) }
+            Result { () throws(Diagnostic) in try ContactList.parse(bytes: raw, name: path, format: format, normalizer: normalizer, columns: columns) }
         }
         switch parsed {
         case .success(let p):

@@ -73,8 +73,24 @@ public struct ContactList: Sendable {
 
     /// Parses a contacts file's bytes. Throws a `Diagnostic` for a syntax
     /// error; returns the list with warnings for skipped entries.
+    /// - Parameter columns: the CSV columns the operator named (`name-column=`
+    ///   and `number-column=` on the `contacts =` line); by default the
+    ///   header says, or an export lookupd recognises (Google, Outlook).
     public static func parse(bytes: UnsafeRawBufferPointer, name: String, format: ContactsFormat,
-                             normalizer: NumberNormalizer) throws(Diagnostic) -> (list: ContactList, warnings: [Diagnostic]) {
+                             normalizer: NumberNormalizer, columns: CSVColumnMapping = CSVColumnMapping())
+                             throws(Diagnostic) -> (list: ContactList, warnings: [Diagnostic]) {
+        if let converted = TextInput.utf8FromUTF16(bytes) {
+            let result = converted.withUnsafeBytes { raw in
+                Result { () throws(Diagnostic) in try parseUTF8(bytes: raw, name: name, format: format, normalizer: normalizer, columns: columns) }
+            }
+            return try result.get()
+        }
+        return try parseUTF8(bytes: bytes, name: name, format: format, normalizer: normalizer, columns: columns)
+    }
+
+    private static func parseUTF8(bytes: UnsafeRawBufferPointer, name: String, format: ContactsFormat,
+                                  normalizer: NumberNormalizer, columns: CSVColumnMapping)
+                                  throws(Diagnostic) -> (list: ContactList, warnings: [Diagnostic]) {
         var entries: [(name: String, number: PhoneNumber)] = []
         var firstLine: [UInt64: (line: Int, name: String)] = [:]
         var warnings: [Diagnostic] = []
@@ -85,7 +101,8 @@ public struct ContactList: Sendable {
                 warnings.append(Diagnostic(file: name, line: line, message: "contact skipped: name: \(problem)"))
                 return
             }
-            switch normalizer.normalize(numberText) {
+            guard let text = cleaned(numberText, contact: contact, line: line) else { return }
+            switch normalizer.normalize(text) {
             case .number(let number):
                 if let earlier = firstLine[number.value] {
                     if earlier.name != contact {
@@ -103,6 +120,32 @@ public struct ContactList: Sendable {
             }
         }
 
+        /// The number a phone field is called from: an extension dropped
+        /// (with a note), a vanity number refused with its digits as a hint.
+        func cleaned(_ text: String, contact: String, line: Int) -> String? {
+            var utf8 = text
+            return utf8.withUTF8 { raw -> String? in
+                let field = UnsafeRawBufferPointer(raw)
+                if PhoneText.isBareExtension(field) {
+                    warnings.append(Diagnostic(file: name, line: line, message: "'\(text)' skipped: an extension without its number"))
+                    return nil
+                }
+                let split = PhoneText.splitExtension(field)
+                let main = String(decoding: split.number, as: UTF8.self)
+                if let ext = split.extensionDigits {
+                    warnings.append(Diagnostic(file: name, line: line,
+                        message: "'\(text)': extension \(String(decoding: ext, as: UTF8.self)) dropped; calls from \(contact) come from the main number \(main)"))
+                }
+                if PhoneText.isVanity(split.number) {
+                    let digits = String(decoding: PhoneText.vanityDigits(split.number), as: UTF8.self)
+                    warnings.append(Diagnostic(file: name, line: line,
+                        message: "'\(main)' skipped: letters (a vanity number? write it in digits: \(digits))"))
+                    return nil
+                }
+                return main
+            }
+        }
+
         do {
             let input = TextInput.strippingBOM(bytes)
             switch format {
@@ -114,29 +157,26 @@ public struct ContactList: Sendable {
                     }
                     throw Diagnostic(file: name, line: 1, message: "missing header line (expected: name,number)")
                 }
-                var columns: (name: Int, number: Int)? = nil
+                var layout: CSVLayout? = nil
                 try CSVReader(bytes: input, delimiter: delimiter).forEachRecord { record in
-                    guard let c = columns else {
-                        var nameColumn: Int? = nil, numberColumn: Int? = nil
-                        for i in 0..<record.count {
-                            switch record.string(i).trimmingCharacters().lowercased() {
-                            case "name", "contact", "fn", "display name", "displayname": nameColumn = i
-                            case "number", "phone", "tel", "telephone", "phone number": numberColumn = i
-                            default: break
-                            }
+                    if layout == nil {
+                        layout = try contactLayout(record, columns: columns, name: name)
+                        if !columns.noHeader { return }
+                    }
+                    let l = layout!
+                    let numbers = l.numbers(record)
+                    guard !numbers.isEmpty else {
+                        // An export lists contacts without a phone too.
+                        if l.shape == nil {
+                            warnings.append(Diagnostic(file: name, line: record.line, message: "contact skipped: expected a name and a number"))
                         }
-                        guard let n = nameColumn, let t = numberColumn else {
-                            throw Diagnostic(file: name, line: record.line,
-                                             message: "the header must name a 'name' and a 'number' column")
-                        }
-                        columns = (n, t)
                         return
                     }
-                    guard record.count > max(c.name, c.number) else {
-                        warnings.append(Diagnostic(file: name, line: record.line, message: "contact skipped: expected a name and a number"))
-                        return
+                    // No name at all: add() says so ("name: empty label").
+                    let contact = l.withLabel(record) { $0.map { String(decoding: $0, as: UTF8.self) } } ?? ""
+                    for number in numbers {
+                        add(contact: contact, numberText: String(decoding: number, as: UTF8.self), line: record.line)
                     }
-                    add(contact: record.string(c.name), numberText: record.string(c.number), line: record.line)
                 }
             case .vcard:
                 for card in try VCard.parse(input) {
@@ -159,6 +199,41 @@ public struct ContactList: Sendable {
             throw Diagnostic(file: name, line: 0, message: "\(error)")
         }
         return (ContactList(name: name, entries: entries), warnings)
+    }
+
+    /// Where the names and numbers are: the columns named, a recognised
+    /// contacts export, or the header's name and number columns.
+    private static func contactLayout(_ first: CSVRecord, columns: CSVColumnMapping, name: String) throws -> CSVLayout {
+        let header = columns.noHeader ? nil : first.strings
+        if columns.namesColumns {
+            do {
+                var layout = try CSVLayout.named(columns, header: header, line: first.line)
+                if layout.labelGroups.isEmpty {
+                    throw Diagnostic(file: name, line: first.line, message: "name the column of the contacts' names too (name-column=)")
+                }
+                layout.actionColumn = nil
+                return layout
+            } catch let error as TextFormatError {
+                throw Diagnostic(file: name, line: error.line, message: error.message)
+            }
+        }
+        guard let header else { return CSVLayout(numberColumns: [1], labelGroups: [[0]]) }
+        if let recognised = CSVExportShape.recognize(header), recognised.fixedAction == .identify {
+            return recognised
+        }
+        var nameColumn: Int? = nil, numberColumn: Int? = nil
+        for i in header.indices {
+            switch header[i].trimmingCharacters().lowercased() {
+            case "name", "contact", "fn", "display name", "displayname": nameColumn = i
+            case "number", "phone", "tel", "telephone", "phone number": numberColumn = i
+            default: break
+            }
+        }
+        guard let n = nameColumn, let t = numberColumn else {
+            throw Diagnostic(file: name, line: first.line,
+                             message: "the header must name a 'name' and a 'number' column (or name them: name-column=, number-column=)")
+        }
+        return CSVLayout(numberColumns: [t], labelGroups: [[n]])
     }
 }
 

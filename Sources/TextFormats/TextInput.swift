@@ -14,6 +14,33 @@ public enum TextInput {
         return buffer
     }
 
+    /// A UTF-16 text (marked by its byte order mark, as Windows programs
+    /// write "Unicode" text: Outlook, Excel, older Google Contacts exports)
+    /// converted to UTF-8, with a UTF-8 BOM in front so that readers strip
+    /// it as usual; nil when `buffer` does not start with a UTF-16 BOM.
+    /// Unpaired surrogates become U+FFFD.
+    public static func utf8FromUTF16(_ buffer: UnsafeRawBufferPointer) -> [UInt8]? {
+        guard buffer.count >= 2 else { return nil }
+        let littleEndian: Bool
+        switch (buffer[0], buffer[1]) {
+        case (0xFF, 0xFE): littleEndian = true
+        case (0xFE, 0xFF): littleEndian = false
+        default: return nil
+        }
+        var units = [UInt16]()
+        units.reserveCapacity(buffer.count / 2)
+        var i = 2
+        while i + 1 < buffer.count {
+            let a = UInt16(buffer[i]), b = UInt16(buffer[i + 1])
+            units.append(littleEndian ? a | b << 8 : a << 8 | b)
+            i += 2
+        }
+        var out = utf8BOM
+        out.reserveCapacity(units.count + 3)
+        for scalar in String(decoding: units, as: UTF16.self).utf8 { out.append(scalar) }
+        return out
+    }
+
     /// Offset of the first byte that does not start a valid UTF-8 sequence
     /// (overlongs, surrogates and values above U+10FFFF are invalid), or nil.
     public static func firstInvalidUTF8Offset(in buffer: UnsafeRawBufferPointer) -> Int? {
@@ -173,7 +200,7 @@ func invalidUTF8Error(_ p: UnsafePointer<UInt8>, at offset: Int, line: Int, colu
     let hex = String(p[offset], radix: 16, uppercase: true)
     return TextFormatError(
         line: line, column: column,
-        message: "invalid UTF-8 (byte 0x\(hex.count == 1 ? "0" + hex : hex)); the file must be saved as UTF-8")
+        message: "invalid UTF-8 (byte 0x\(hex.count == 1 ? "0" + hex : hex)); the file must be saved as UTF-8 (a Windows program may have written its code page: iconv -f WINDOWS-1252 -t UTF-8 converts it)")
 }
 
 /// Names the character at `offset` for an error message: `'x'`, `U+0007`,

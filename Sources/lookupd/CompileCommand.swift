@@ -2,6 +2,7 @@ import Configuration
 import Directory
 import Glibc
 import SystemCalls
+import TextFormats
 
 let compileCommand = Command(
     name: "compile",
@@ -10,15 +11,23 @@ let compileCommand = Command(
     Usage: lookupd compile [OPTIONS] SOURCE... -o OUT.lkd
 
     Reads the sources, validates every line, and writes one directory file.
-    Nothing is written unless every line of every source is valid; each bad
-    line is reported as FILE:LINE: REASON. The output appears atomically
-    (temporary file, fsync, rename), so a crash never leaves a partial file.
+    Nothing is written unless every line of every source is valid (or
+    --skip-invalid leaves the bad ones out); each bad line is reported as
+    FILE:LINE: REASON. The output appears atomically (temporary file, fsync,
+    rename), so a crash never leaves a partial file. Changes made with
+    lookupd add and remove stay in force over the new file: they live in
+    its journal (OUT.lkd.journal), which the new file does not replace.
 
     Source formats, by file name (or --format):
       .csv   a header line naming the columns number, action, label
-             (',' ';' or tab separated; RFC 4180 quoting). action is block or
-             identify; a label on a block line is shown too; no action means
-             identify when there is a label, block when there is none.
+             (',' ';' or tab separated; RFC 4180 quoting; UTF-8, or UTF-16
+             with its byte order mark). action is block or identify; a label
+             on a block line is shown too; no action means identify when
+             there is a label, block when there is none. Exports recognised
+             by their header, no options needed (docs/FORMATS.md): FreePBX
+             Blacklist (every row blocks), FTC Do Not Call complaints (every
+             row blocks, the subject is the label), Google Contacts and
+             Outlook contacts (every phone identified with the name).
       .json  an array of {"number", "action", "label"} objects, the iOS-app
              style [{"phoneNum": "+86...", "typeName": "..."}], or JSON Lines.
       .txt   one number per line, each blocked; # starts a comment.
@@ -31,6 +40,21 @@ let compileCommand = Command(
     Options:
       -o, --output OUT.lkd     the directory file to write (required)
       --format FORMAT          csv, json, text or vcard for every source
+      --number-column COLUMN   CSV: the column holding numbers, by header name
+                               or by position (1 is the first); once a column
+                               is named, the columns not named are ignored
+      --label-column COLUMN    CSV: the column holding labels
+      --action-column COLUMN   CSV: the column holding block or identify
+      --action ACTION          the action of rows without one: block or identify
+      --no-header              CSV: the first line is data (columns by
+                               position; without names: number, action, label)
+      --skip-invalid           leave bad lines out, reporting each, instead of
+                               writing nothing
+      --vanity                 read letters in numbers as keypad digits
+                               (1-800-FLOWERS is +18003569377)
+      --discard-changes        write OUT.lkd even though it holds lookupd add
+                               and remove changes that exist nowhere else (merged
+                               by an older lookupd compact)
       --on-duplicate POLICY    two lines giving one number different data:
                                error (default: refuse, naming both lines),
                                first or last (keep that one)
@@ -48,8 +72,9 @@ let compileCommand = Command(
 )
 
 private func runCompile(_ raw: [String]) throws -> Int32 {
-    let args = try Arguments(raw, valued: Set(["output", "format", "on-duplicate", "directory-version", "max-errors", "config"]).union(PlanOptions.names),
-                             flags: ["quiet"], aliases: ["o": "output", "q": "quiet"])
+    let args = try Arguments(raw, valued: Set(["output", "format", "on-duplicate", "directory-version", "max-errors", "config",
+                                               "number-column", "label-column", "action-column", "action"]).union(PlanOptions.names),
+                             flags: ["quiet", "no-header", "skip-invalid", "vanity", "discard-changes"], aliases: ["o": "output", "q": "quiet"])
     if args.flag("help") {
         var out = OutputBuffer(fd: 1)
         out.append(compileCommand.usage)
@@ -79,9 +104,28 @@ private func runCompile(_ raw: [String]) throws -> Int32 {
         maxErrors = n
     }
     options.maxDiagnostics = maxErrors
+    options.columns = try CompileColumns.mapping(args)
+    if let action = try args.value("action") {
+        guard let a = CSVRowAction(rawValue: action) else { throw UsageError("--action must be block or identify") }
+        options.defaultAction = a
+    }
+    options.skipInvalid = args.flag("skip-invalid")
+    options.vanity = args.flag("vanity")
     let outputIdentity = fileIdentity(output)
     for source in args.positionals where source == output || (outputIdentity != nil && fileIdentity(source) == outputIdentity) {
         throw UsageError("the output \(output) is also a source")
+    }
+
+    // Changes a compaction by an older lookupd merged into the file and
+    // dropped from its journal exist only in that file.
+    if !args.flag("discard-changes") {
+        do {
+            if let only = try DirectoryUpdates.changesOnlyInFile(output) {
+                throw CommandFailure("\(only); \(output) not written. Keep them: lookupd export \(output) > kept.csv and compile that file along with the sources (or add them again with lookupd add); or pass --discard-changes to drop them")
+            }
+        } catch let error as JournalError {
+            throw CommandFailure("\(error)")
+        }
     }
 
     let started = monotonicNow()
@@ -103,11 +147,17 @@ private func runCompile(_ raw: [String]) throws -> Int32 {
         var err = OutputBuffer(fd: 2)
         for diagnostic in failure.diagnostics.prefix(maxErrors) { err.append(diagnostic.description + "\n") }
         if failure.total > maxErrors { err.append("... and \(failure.total - maxErrors) more errors\n") }
-        err.append("lookupd: \(failure.total) error\(failure.total == 1 ? "" : "s"); \(output) not written\n")
+        err.append("lookupd: \(failure.total) error\(failure.total == 1 ? "" : "s"); \(output) not written\(compiler.rejectedLines > 0 ? " (--skip-invalid leaves bad lines out)" : "")\n")
         err.flush()
         return 1
     case .success(let c):
         content = c
+    }
+    if !args.flag("quiet") || options.skipInvalid {
+        var err = OutputBuffer(fd: 2)
+        for warning in compiler.warnings.prefix(maxErrors) { err.append("warning: " + warning.description + "\n") }
+        if compiler.warningCount > maxErrors { err.append("... and \(compiler.warningCount - maxErrors) more warnings\n") }
+        err.flush()
     }
     do {
         try DirectoryWriter.write(content, to: output) { fraction in bar.show("writing", fraction) }
@@ -120,7 +170,14 @@ private func runCompile(_ raw: [String]) throws -> Int32 {
         let blocked = content.exactValues.reduce(0) { $0 + Int($1 & 1) } + content.prefixValues.reduce(0) { $0 + Int($1 & 1) }
         let identified = content.exactValues.reduce(0) { $0 + ($1 >> 1 != 0 ? 1 : 0) } + content.prefixValues.reduce(0) { $0 + ($1 >> 1 != 0 ? 1 : 0) }
         var out = OutputBuffer(fd: 1)
-        out.append("wrote \(output): \(content.exactKeys.count) numbers and \(content.prefixKeys.count) prefix rules from \(compiler.linesRead) lines (\(blocked) blocking, \(identified) with a label, \(content.labels.count) distinct labels) in \(formatSeconds(monotonicNow() - started))\n")
+        for (file, shape) in compiler.summary.shapes {
+            out.append("\(file): read as \(shape.name): \(shape.meaning)\n")
+        }
+        out.append("wrote \(output): \(content.exactKeys.count) numbers and \(content.prefixKeys.count) prefix rules from \(compiler.linesRead) lines (\(blocked) blocking, \(identified) with a label, \(content.labels.count) distinct labels)\(CompileColumns.describe(compiler.summary)) in \(formatSeconds(monotonicNow() - started))\n")
+        if let journal = try? JournalFollower.read(path: JournalFormat.path(forDirectory: output)), journal.state.changeCount > 0 {
+            let n = journal.state.changeCount
+            out.append("\(JournalFormat.path(forDirectory: output)): its \(n) change\(n == 1 ? "" : "s") made with lookupd add and remove stay in force over the new file\n")
+        }
         out.flush()
     }
     return 0
@@ -167,4 +224,38 @@ func fileIdentity(_ path: String) -> [UInt64]? {
     var st = stat()
     guard stat(path, &st) == 0 else { return nil }
     return [UInt64(st.st_dev), UInt64(st.st_ino)]
+}
+
+/// The CSV column options of `compile` (and their `feed =` spellings).
+enum CompileColumns {
+    static func mapping(_ args: Arguments) throws -> CSVColumnMapping {
+        var mapping = CSVColumnMapping()
+        func column(_ option: String) throws -> CSVColumn? {
+            guard let text = try args.value(option) else { return nil }
+            guard let column = CSVColumn(text) else { throw UsageError("--\(option) expects a header name or a column number (1 is the first)") }
+            return column
+        }
+        mapping.number = try column("number-column")
+        mapping.label = try column("label-column")
+        mapping.action = try column("action-column")
+        mapping.noHeader = args.flag("no-header")
+        if mapping.namesColumns, mapping.number == nil {
+            throw UsageError("name the number column too (--number-column NAME or NUMBER)")
+        }
+        return mapping
+    }
+
+    /// ", 3 lines skipped, 2 duplicates merged" and the like.
+    static func describe(_ s: DirectoryCompiler.Summary) -> String {
+        var parts: [String] = []
+        func add(_ n: Int, _ one: String, _ many: String) { if n > 0 { parts.append("\(n) \(n == 1 ? one : many)") } }
+        add(s.skippedLines, "bad line skipped", "bad lines skipped")
+        add(s.rowsWithoutNumber, "row without a number", "rows without a number")
+        add(s.duplicatesMerged, "duplicate line merged", "duplicate lines merged")
+        add(s.conflictsKeptFirst, "repeated number kept its first row", "repeated numbers kept their first row")
+        add(s.conflictsKeptLast, "repeated number kept its last row", "repeated numbers kept their last row")
+        add(s.extensionsDropped, "extension dropped", "extensions dropped")
+        add(s.vanityNumbers, "vanity number read as digits", "vanity numbers read as digits")
+        return parts.isEmpty ? "" : "; " + parts.joined(separator: ", ")
+    }
 }

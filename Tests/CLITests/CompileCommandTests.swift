@@ -40,7 +40,7 @@ final class CompileCommandTests: CLITestCase {
         \(source):4: unknown action 'frobnicate' (expected block or identify)
         \(source):5: 'identify' needs a label
         \(source):6: +8613800138000 conflicts with \(source):2 (label 'Other' here, block with label 'Spam' there); use --on-duplicate first|last to choose
-        lookupd: 4 errors; \(output) not written
+        lookupd: 4 errors; \(output) not written (--skip-invalid leaves bad lines out)
 
         """)
         XCTAssertFalse(exists(output), "nothing may be written when a source is invalid")
@@ -52,7 +52,7 @@ final class CompileCommandTests: CLITestCase {
         let bad = write("bad.txt", "+8613800138001\nnot a number\n")
         let r = try lookupd(["compile", bad, "-o", output])
         XCTAssertEqual(r.status, 1)
-        XCTAssertEqual(r.stderr, "\(bad):2: invalid number 'not a number': contains letters\nlookupd: 1 error; \(output) not written\n")
+        XCTAssertEqual(r.stderr, "\(bad):2: invalid number 'not a number': contains letters\nlookupd: 1 error; \(output) not written (--skip-invalid leaves bad lines out)\n")
         XCTAssertEqual(read(output), before)
     }
 
@@ -64,7 +64,7 @@ final class CompileCommandTests: CLITestCase {
             "\(source):1: invalid number 'bad1': contains letters",
             "\(source):2: invalid number 'bad2': contains letters",
             "... and 8 more errors",
-            "lookupd: 10 errors; \(file("out.lkd")) not written",
+            "lookupd: 10 errors; \(file("out.lkd")) not written (--skip-invalid leaves bad lines out)",
         ])
         XCTAssertFalse(exists(file("out.lkd")))
     }
@@ -128,7 +128,9 @@ final class CompileCommandTests: CLITestCase {
         XCTAssertEqual(try lookupd(["compile", a, b, "-o", file("x.lkd")]).status, 1)
         for (policy, label) in [("first", "First"), ("last", "Second")] {
             let out = file("\(policy).lkd")
-            XCTAssertEqual(try lookupd(["compile", "--on-duplicate", policy, a, b, "-o", out]).status, 0)
+            let r = try lookupd(["compile", "--on-duplicate", policy, a, b, "-o", out])
+            XCTAssertEqual(r.status, 0, r.stderr)
+            XCTAssertTrue(r.stdout.contains("; 1 repeated number kept its \(policy) row"), r.stdout)
             let q = try lookupd(["query", "--config", planConfig, "--directory", out, "--json", "+8613800138000"])
             XCTAssertEqual(jsonLines(q.stdout).first.map { field($0, "label") }, label, policy)
         }

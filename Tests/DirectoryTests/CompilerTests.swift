@@ -168,7 +168,7 @@ final class CompilerTests: XCTestCase {
             "dir.csv:4: invalid number '101': 3 digits is too short for a telephone number (an internal extension or service code?)",
             "dir.csv:5: invalid number '+8613800138000123': 16 digits is too long for an E.164 number (at most 15)",
             "dir.csv:6: invalid number 'anonymous': a withheld identity, not a number",
-            "dir.csv:7: invalid number '': no digits",
+            "dir.csv:7: empty number field",
         ])
     }
 
@@ -254,11 +254,11 @@ final class CompilerTests: XCTestCase {
 
     func testHeaderProblems() {
         XCTAssertEqual(diagnostics([Source("a.csv", .csv, "+8613800138000,block,Spam\n+8613800138001,block,Spam\n")]),
-                       ["a.csv:1: missing header line (expected for example: number,action,label)"])
+                       ["a.csv:1: missing header line (expected for example: number,action,label; or pass --no-header)"])
         XCTAssertEqual(diagnostics([Source("b.csv", .csv, "# comment\n\nnumber,action,colour\n+8613800138000,block,red\n")]),
-                       ["b.csv:3: unknown column 'colour' in the header (expected number, action, label)"])
+                       ["b.csv:3: unknown column 'colour' in the header (expected number, action, label; or name the columns with --number-column, --label-column, --action-column)"])
         XCTAssertEqual(diagnostics([Source("c.csv", .csv, "action,label\nblock,Spam\n")]),
-                       ["c.csv:1: the header has no 'number' column"])
+                       ["c.csv:1: the header has no 'number' column (name it with --number-column)"])
         XCTAssertEqual(diagnostics([Source("d.csv", .csv, "")]),
                        ["d.csv:1: empty file (expected a header line such as number,action,label)"])
         XCTAssertEqual(diagnostics([Source("e.csv", .csv, "label,action,number\nSpam,block\n")]),

@@ -1,6 +1,7 @@
 import Addresses
 import Foundation
 import Loading
+import TextFormats
 import XCTest
 @testable import Configuration
 @testable import Directory
@@ -364,6 +365,33 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(verdict("+8617012345678"), "blocked Virtual Operator Range sample")
         XCTAssertEqual(verdict("+8617055551234"), "identified Known Virtual Operator sample")
         XCTAssertEqual(verdict("+8613900000000"), "unknown - -")
+    }
+
+    /// `contacts =` with its columns named, and a path with a space that
+    /// is still read as written.
+    func testContactsLineNamesItsColumns() throws {
+        let folder = TemporaryFolder()
+        defer { folder.cleanup() }
+        folder.write("phone book.csv", "name,number\nMum,+8613911112222\n")
+        folder.write("crm.csv", "Who,Tel,Notes\nBank,+8610955880000,call back\n")
+        folder.write("bare.csv", "+8613800001111,Courier\n")
+        let config = try ConfigParser.parse("""
+        contacts = phone book.csv
+        contacts = crm.csv name-column=Who number-column=2
+        contacts = bare.csv name-column=2 number-column=1 header=no
+
+        """, path: folder.file("lookupd.conf"))
+        XCTAssertEqual(config.contacts, [folder.file("phone book.csv"), folder.file("crm.csv"), folder.file("bare.csv")])
+        XCTAssertEqual(config.contactColumns[folder.file("crm.csv")], CSVColumnMapping(number: .index(2), label: .name("Who")))
+        let loaded = try ScreeningLoader.load(config, verify: true)
+        XCTAssertEqual(loaded.warnings, [])
+        func who(_ n: String) -> String { loaded.set.decide(identity: n).label.map { loaded.set.label($0) } ?? "-" }
+        XCTAssertEqual(who("+8613911112222"), "Mum")
+        XCTAssertEqual(who("+8610955880000"), "Bank")
+        XCTAssertEqual(who("+8613800001111"), "Courier")
+        XCTAssertThrowsError(try ConfigParser.parse("contacts = crm.csv number-column=2\n", path: folder.file("lookupd.conf"))) { error in
+            XCTAssertTrue("\(error)".contains("name both columns: name-column= and number-column="), "\(error)")
+        }
     }
 
     func testLoaderErrors() throws {

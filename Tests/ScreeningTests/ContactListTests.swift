@@ -36,7 +36,7 @@ final class ContactListTests: XCTestCase {
         func error(_ text: String) -> String? {
             do { _ = try parseContacts(text, name: "c.csv", format: .csv); return nil } catch { return "\(error)" }
         }
-        XCTAssertEqual(error("who,what\nAlice,+8613800000001\n"), "c.csv:1: the header must name a 'name' and a 'number' column")
+        XCTAssertEqual(error("who,what\nAlice,+8613800000001\n"), "c.csv:1: the header must name a 'name' and a 'number' column (or name them: name-column=, number-column=)")
         XCTAssertEqual(error("+8613800000001\n"), "c.csv:1: missing header line (expected: name,number)")
         let unterminated = error("name,number\n\"Alice,+8613800000001\n")
         XCTAssertTrue(unterminated?.hasPrefix("c.csv:2: ") ?? false, String(describing: unterminated))

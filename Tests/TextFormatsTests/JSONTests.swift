@@ -95,7 +95,7 @@ final class JSONTests: XCTestCase {
             ("{\n  \"a\": [1,\n    2,,\n  ]\n}", 3, 7, "unexpected ',', expected a value"),
             ("[\r\n1,\r\n]", 3, 1, "trailing comma before ']'"),
             ("[\r1,\r]", 3, 1, "trailing comma before ']'"),
-            ("[\"a\u{FFFD}\"]", 1, 4, "invalid UTF-8 (byte 0xFF); the file must be saved as UTF-8"),
+            ("[\"a\u{FFFD}\"]", 1, 4, "invalid UTF-8 (byte 0xFF); the file must be saved as UTF-8 (a Windows program may have written its code page: iconv -f WINDOWS-1252 -t UTF-8 converts it)"),
             ("[\u{FFFD}]", 1, 2, "unexpected byte 0xFF, expected a value"),
             ("[é]", 1, 2, "unexpected 'é' (U+00E9), expected a value"),
             ("[\"张三\" 1]", 1, 7, "expected ',' or ']' after array element"),

@@ -37,7 +37,7 @@ final class LineListTests: XCTestCase {
         }
         XCTAssertEqual(seen, [1])
         XCTAssertEqual(error, TextFormatError(line: 2, column: 4,
-                                              message: "invalid UTF-8 (byte 0xFF); the file must be saved as UTF-8"))
+                                              message: "invalid UTF-8 (byte 0xFF); the file must be saved as UTF-8 (a Windows program may have written its code page: iconv -f WINDOWS-1252 -t UTF-8 converts it)"))
         // Invalid bytes in a comment are not an error: nothing reads them.
         XCTAssertEqual(try items("a # caf\u{FFFD}\n"), ["1:a"])
     }
