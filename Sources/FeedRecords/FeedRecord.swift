@@ -28,8 +28,12 @@ public struct FeedRecord: Equatable, Sendable {
 
     public var etag = ""
     public var lastModified = ""
+    /// The URL `etag` and `lastModified` came from: validators are only
+    /// ever sent back to it (a feed pointed elsewhere starts fresh).
+    public var validatorsURL = ""
     public var manifestETag = ""
     public var manifestLastModified = ""
+    public var manifestValidatorsURL = ""
     public var fetchedSHA256 = ""
     public var fetchedVersion = ""
 
@@ -80,8 +84,10 @@ public struct FeedRecord: Equatable, Sendable {
         ("previous-size", { String($0.previousSize) }, { $0.previousSize = Int64($1) ?? 0 }),
         ("etag", { $0.etag }, { $0.etag = $1 }),
         ("last-modified", { $0.lastModified }, { $0.lastModified = $1 }),
+        ("validators-url", { $0.validatorsURL }, { $0.validatorsURL = $1 }),
         ("manifest-etag", { $0.manifestETag }, { $0.manifestETag = $1 }),
         ("manifest-last-modified", { $0.manifestLastModified }, { $0.manifestLastModified = $1 }),
+        ("manifest-validators-url", { $0.manifestValidatorsURL }, { $0.manifestValidatorsURL = $1 }),
         ("fetched-sha256", { $0.fetchedSHA256 }, { $0.fetchedSHA256 = $1 }),
         ("fetched-version", { $0.fetchedVersion }, { $0.fetchedVersion = $1 }),
         ("checked", { String($0.checked) }, { $0.checked = Int64($1) ?? 0 }),

@@ -80,6 +80,9 @@ public final class FeedUpdater {
         var records: [String: FeedRecord] = [:]
         for feed in feeds {
             var record = store.read(feed.name) ?? FeedRecord(feed: feed.name)
+            // State written before validators named their URL: they came
+            // from the URL the feed had then.
+            if record.validatorsURL.isEmpty, !record.etag.isEmpty || !record.lastModified.isEmpty { record.validatorsURL = record.url }
             record.url = feed.url
             record.into = target
             records[feed.name] = record
@@ -209,9 +212,11 @@ public final class FeedUpdater {
                 record.size = s.size
                 record.etag = s.validators.etag
                 record.lastModified = s.validators.lastModified
+                record.validatorsURL = feed.url
                 if let m = s.manifestValidators {
                     record.manifestETag = m.etag
                     record.manifestLastModified = m.lastModified
+                    record.manifestValidatorsURL = feed.manifest ?? ""
                 }
                 record.fetchedSHA256 = s.sha256
                 record.fetchedVersion = s.version

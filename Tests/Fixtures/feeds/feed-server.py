@@ -11,6 +11,8 @@ the conditional headers it sent.
 Paths:
     /f/NAME            the file, with ETag and Last-Modified; answers 304 to a
                        matching If-None-Match or a not-older If-Modified-Since
+    /lazy/NAME         the file with Last-Modified (no ETag); answers 304 to any
+                       If-Modified-Since at all, as some caches and mirrors do
     /plain/NAME        the file without ETag or Last-Modified
     /slow/NAME         headers at once, then the body a few bytes a second
     /stall/NAME        headers, half the body, then nothing until the client leaves
@@ -110,10 +112,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.record(304, 0)
                 self.end_headers()
                 return
+        if mode == "lazy" and self.headers.get("If-Modified-Since") is not None:
+            self.send_response(304)
+            self.record(304, 0)
+            self.end_headers()
+            return
         self.send_response(200)
         self.send_header("Content-Type", "application/octet-stream")
         if mode == "f":
             self.send_header("ETag", etag)
+            self.send_header("Last-Modified", last_modified)
+        if mode == "lazy":
             self.send_header("Last-Modified", last_modified)
         if mode == "chunked":
             self.send_header("Transfer-Encoding", "chunked")
