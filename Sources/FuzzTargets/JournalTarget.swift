@@ -58,23 +58,26 @@ enum JournalTarget {
         }
     }
 
-    /// The layout of docs/FORMAT.md: a 40-byte header (checksum at 32 over
-    /// bytes 0..<32, journal id at 16), then records of 32 bytes plus the
-    /// label (size at 0, label length at 6, checksum after the label).
+    /// The layout of docs/FORMAT.md: a 40-byte header (version at 8,
+    /// checksum at 32 over bytes 0..<32, journal id at 16), then records of
+    /// 40 bytes plus the label (32 in version 1: no time field; size at 0,
+    /// label length at 6, checksum after the label).
     static func fixUp(_ bytes: inout [UInt8]) {
         guard bytes.count >= 40 else { return }
         func load64(_ at: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(bytes[at + $1]) << UInt64(8 * $1) } }
         func store64(_ value: UInt64, _ at: Int) { for i in 0..<8 { bytes[at + i] = UInt8(truncatingIfNeeded: value >> UInt64(8 * i)) } }
         store64(XXH64.hash(Array(bytes[0..<32])), 32)
         let journalID = load64(16)
+        let fixed = bytes[8] == 1 ? 32 : 40
         var offset = 40
-        while offset + 32 <= bytes.count {
+        while offset + fixed <= bytes.count {
             let labelLength = Int(bytes[offset + 6]) | Int(bytes[offset + 7]) << 8
-            let size = 32 + labelLength
+            let size = fixed + labelLength
             guard offset + size <= bytes.count else { break }
             // A consistent size field, or the scan stops here anyway.
             for (i, b) in [UInt8(size & 0xff), UInt8(size >> 8 & 0xff), 0, 0].enumerated() { bytes[offset + i] = b }
-            store64(XXH64.hash(Array(bytes[offset..<(offset + 24 + labelLength)]), seed: journalID), offset + 24 + labelLength)
+            let covered = fixed - 8 + labelLength
+            store64(XXH64.hash(Array(bytes[offset..<(offset + covered)]), seed: journalID), offset + covered)
             offset += size
         }
     }
