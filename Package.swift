@@ -78,7 +78,7 @@ let package = Package(
         .testTarget(name: "ScreeningTests", dependencies: ["Screening", "Directory", "Configuration", "Loading", "Addresses", "TextFormats", "TestSupport"]),
         .testTarget(name: "SIPTests", dependencies: ["SIP", "CSIPLexer", "TestSupport"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "SIP", "Screening", "Directory", "Configuration", "Loading", "Addresses", "lookupd", "TestSupport"]),
-        .testTarget(name: "CLITests", dependencies: ["lookupd", "Configuration", "TestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["lookupd", "Configuration", "Directory", "TestSupport"]),
         .testTarget(name: "FeedTests", dependencies: ["Feeds", "FeedRecords", "Configuration", "Directory", "TextFormats", "SystemCalls", "lookupd", "TestSupport"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets", "lookupd-fuzz", "TestSupport"]),
     ]
