@@ -5,10 +5,10 @@
 _lookupd_options() {
     case "$1" in
         query)   echo "--config --directory --contacts --callee --verstat --at --json --country-code --national-prefix --international-prefix --national-number-length --help" ;;
-        compile) echo "--output --format --on-duplicate --directory-version --max-errors --config --country-code --national-prefix --international-prefix --national-number-length --quiet --help" ;;
+        compile) echo "--output --format --on-duplicate --directory-version --max-errors --config --number-column --label-column --action-column --action --no-header --skip-invalid --vanity --discard-changes --country-code --national-prefix --international-prefix --national-number-length --quiet --help" ;;
         check)   echo "--help" ;;
         inspect) echo "--json --config --help" ;;
-        export)  echo "--output --help" ;;
+        export)  echo "--base-only --output --help" ;;
         serve)   echo "--config --help" ;;
         reload|stats) echo "--config --socket --help" ;;
         add)     echo "--block --label --to --config --help" ;;
@@ -51,11 +51,13 @@ _lookupd() {
             COMPREPLY=($(compgen -W "csv json text vcard" -- "$cur")); return ;;
         --on-duplicate)
             COMPREPLY=($(compgen -W "error first last" -- "$cur")); return ;;
+        --action)
+            COMPREPLY=($(compgen -W "block identify" -- "$cur")); return ;;
         --verstat)
             COMPREPLY=($(compgen -W "TN-Validation-Passed TN-Validation-Failed No-TN-Validation" -- "$cur")); return ;;
         --since)
             COMPREPLY=($(compgen -W "15m 1h 24h 7d" -- "$cur")); return ;;
-        --label|--callee|--caller|--at|--to|--from|--rollback|--country-code|--national-prefix|--international-prefix|--national-number-length|--directory-version|--max-errors)
+        --label|--callee|--caller|--at|--to|--from|--rollback|--country-code|--national-prefix|--international-prefix|--national-number-length|--directory-version|--max-errors|--number-column|--label-column|--action-column)
             return ;;
     esac
 
