@@ -27,6 +27,8 @@ public enum Counter: Int, CaseIterable, Sendable {
     case proxyResponseMalformed, proxyResponseUndeliverable, proxyRequestFromUpstream, proxyTooManyHops, proxyLoops
     case proxyUpstreamUnavailable, proxyUpstreamConnected, proxyUpstreamConnectFailed, proxyUpstreamClosed
     case proxyUpstreamSendErrors, proxyUpstreamUnreachable, proxyProbesSent, proxyProbesAnswered, proxyLocalACKs
+    // Proxy mode: a request whose top Via could not carry its real source (refused with 400).
+    case proxyUnroutableVia
 
     static let methodOffset = 7
 
@@ -117,6 +119,7 @@ public enum Counter: Int, CaseIterable, Sendable {
         case .proxyProbesAnswered: return ("lookupd_proxy_upstream_total", "event=\"probe_answered\"")
         case .proxyLocalACKs: return ("lookupd_proxy_absorbed_total", "reason=\"ack_for_local_answer\"")
         case .proxyResponseUndeliverable: return ("lookupd_proxy_dropped_total", "reason=\"next_hop_unreachable\"")
+        case .proxyUnroutableVia: return ("lookupd_proxy_refused_total", "reason=\"unroutable_via_400\"")
         }
     }
 

@@ -157,7 +157,7 @@ final class ProxyForwarder {
         var hosts = Array(Set(listen.map { $0.host.description } + [localIP.description]))
         hosts.sort()
         context = ProxyContext(upstreamVia: via, ownAddresses: own, ownHosts: hosts, branchKey: branchKey,
-                               upstreamHost: upstream.host, upstreamAvailable: true)
+                               upstreamHost: upstream.host, upstreamPort: upstream.port, upstreamAvailable: true)
         ProxyHub.shared.join(worker: worker, inbox: inbox)
         Poll.add(epfd, inbox.fd, Poll.readable)
     }
@@ -218,14 +218,20 @@ final class ProxyForwarder {
         case tcp(PeerKey)
     }
 
-    /// A message received on a listen socket or accepted connection.
+    /// A message received on a listen socket or accepted connection. True when it was
+    /// answered or forwarded (the worker times those for lookupd_response_duration_seconds).
+    @discardableResult
     func received(_ bytes: UnsafeRawBufferPointer, transport: ListenAddress.Transport, from source: PeerKey, udpFD listenFD: Int32?,
-                  responder: inout Responder, set: ServingSet, log: inout LogBuffer) {
+                  responder: inout Responder, set: ServingSet, log: inout LogBuffer) -> Bool {
         context.upstreamAvailable = upstreamAvailable
         let action = responder.proxy(bytes, transport: transport, sourceIP: source.ip, sourcePort: source.port, fromUpstream: false,
                                      set: set, context: context, into: out, fallback: side, log: &log)
         let reply: Reply = listenFD.map { .udp(fd: $0, source) } ?? .tcp(source)
         perform(action, reply: reply)
+        switch action {
+        case .reply, .upstream, .downstream: return true
+        case .none, .probeAnswered: return false
+        }
     }
 
     private func perform(_ action: ProxyAction, reply: Reply) {

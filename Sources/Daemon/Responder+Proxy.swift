@@ -12,9 +12,10 @@ struct ProxyContext {
     var ownHosts: [String]
     /// The same in every worker (a CANCEL may reach another worker than its INVITE).
     var branchKey: UInt64
-    /// Responses are taken from this address only: anyone else could otherwise have lookupd
-    /// send a response of their making to a third party.
+    /// Responses are taken from this address only (over UDP, from its port only): anyone else
+    /// could otherwise have lookupd send a response of their making to a third party.
     var upstreamHost: IPAddress
+    var upstreamPort: UInt16
     /// False while the upstream is known to be down: requests get 503 instead of silence.
     var upstreamAvailable: Bool
 }
@@ -45,11 +46,13 @@ extension Responder {
         // Responses are judged by their source address and top Via (§16.11), whatever socket
         // they arrive on: an upstream may open a new connection to our sent-by (§18.2.2).
         if isResponse(bytes) {
-            guard fromUpstream || sourceIP == context.upstreamHost else {
+            // Over TCP the upstream may open a new connection from any port to deliver a
+            // response (§18.2.2); a datagram must come from the upstream's own port.
+            guard fromUpstream || (sourceIP == context.upstreamHost && (transport == .tcp || sourcePort == context.upstreamPort)) else {
                 counters.add(.proxyResponseNotOurs)
                 return .none
             }
-            switch parser.relayResponse(bytes, ours: [context.upstreamVia], into: out) {
+            switch parser.relayResponse(bytes, ours: [context.upstreamVia], branchKey: context.branchKey, into: out) {
             case .forward(let n, _, let hop):
                 return .downstream(n, hop)
             case .ownRequest(let code):
@@ -98,9 +101,16 @@ extension Responder {
             counters.add(.aclRejected)
             return isACK ? .none : reply(request, SIPResponse(statusCode: 403, reasonPhrase: "Forbidden", source: source), into: out)
         }
-        if fromUpstream {
+        if fromUpstream || (sourceIP == context.upstreamHost && sourcePort == context.upstreamPort) {
             // lookupd does not Record-Route, so nothing in a dialog comes back through it; a
-            // request from the upstream would only be sent back to the upstream.
+            // request from the upstream (on its connection, or from its address and port to a
+            // listen socket) would only be sent back to the upstream. Its address, not only its
+            // host: a trunk on the PBX's machine is still a caller. One lookupd sent itself is
+            // a loop.
+            if request.hasLooped(key: context.branchKey, hosts: context.ownHosts) {
+                counters.add(.proxyLoops)
+                return isACK ? .none : reply(request, SIPResponse(statusCode: 482, reasonPhrase: "Loop Detected", source: source), into: out)
+            }
             counters.add(.proxyRequestFromUpstream)
             return isACK ? .none : reply(request, SIPResponse(statusCode: 403, reasonPhrase: "Not Relaying", source: source), into: out)
         }
@@ -116,6 +126,7 @@ extension Responder {
             if rejection.statusCode == 483 { counters.add(.proxyTooManyHops) }
             return reply(request, SIPResponse(rejection, source: source), into: out)
         }
+
         // OPTIONS to lookupd itself (no user part: dispatcher and qualify probes) is answered
         // here; OPTIONS to a user goes on to the PBX like any request.
         if request.method == .options, request.requestURI.user == nil {
@@ -129,7 +140,7 @@ extension Responder {
         }
 
         var forwarding = SIPForwarding(via: context.upstreamVia, branchKey: context.branchKey, source: source,
-                                       forceReceived: transport == .tcp, ownAddresses: context.ownAddresses,
+                                       ownAddresses: context.ownAddresses,
                                        displayName: set.proxyDisplayName, labelHeaderName: set.config.labelHeader,
                                        labelInAssertedIdentity: set.config.proxy.labelInAssertedIdentity)
         var decision: Decision? = nil
@@ -154,6 +165,15 @@ extension Responder {
                 logCall(request, d, status: block.code, set: set, source: source, log: &log)
                 return action
             }
+        }
+        // Responses are routed by the received/rport lookupd writes on the top Via: one it
+        // cannot write them on (an empty parameter, another protocol or transport than the
+        // request came over) is refused, never passed on for the upstream to answer to
+        // wherever it points. (Answers lookupd gives itself go to the socket peer anyway.)
+        if request.proxyViaProblem(transport: transport == .udp ? "UDP" : "TCP") != nil {
+            counters.add(.proxyUnroutableVia)
+            if let d = decision { logCall(request, d, status: 400, set: set, source: source, log: &log) }
+            return isACK ? .none : reply(request, SIPResponse(statusCode: 400, reasonPhrase: "Bad Via", source: source), into: out)
         }
         guard context.upstreamAvailable else {
             counters.add(.proxyUpstreamUnavailable)

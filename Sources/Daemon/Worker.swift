@@ -223,6 +223,8 @@ final class Worker: @unchecked Sendable {
             if received <= 0 { return }
             let receivedAt = monotonicNanoseconds()
             var replies = 0
+            // Proxy mode: requests answered or forwarded, timed like the answers.
+            var proxied = 0
             for i in 0..<Int(received) {
                 let length = Int(inMessages[i].msg_len)
                 let (ip, port) = SocketAddress.decode(UnsafeRawPointer(names + i))
@@ -235,8 +237,8 @@ final class Worker: @unchecked Sendable {
                     input = UnsafeRawBufferPointer(start: inBuffers + i * inSlot, count: length)
                 }
                 if let proxy {
-                    proxy.received(input, transport: .udp, from: PeerKey(ip: ip, port: port), udpFD: fd,
-                                   responder: &responder, set: set, log: &log)
+                    if proxy.received(input, transport: .udp, from: PeerKey(ip: ip, port: port), udpFD: fd,
+                                      responder: &responder, set: set, log: &log) { proxied += 1 }
                     continue
                 }
                 let answer = responder.respond(to: input, transport: .udp, sourceIP: ip, sourcePort: port,
@@ -266,7 +268,7 @@ final class Worker: @unchecked Sendable {
                     attempts = 0
                 }
             }
-            latency.observe(.udp, nanoseconds: monotonicNanoseconds() &- receivedAt, count: replies)
+            latency.observe(.udp, nanoseconds: monotonicNanoseconds() &- receivedAt, count: replies + proxied)
             log.flush()
             if received < Worker.batch { return }
         }
@@ -327,11 +329,12 @@ final class Worker: @unchecked Sendable {
                     if pong { connection.queue([0x0D, 0x0A]) }
                 case .message(let length):
                     if let proxy {
-                        connection.withReceived { bytes in
+                        let handled = connection.withReceived { bytes in
                             proxy.received(UnsafeRawBufferPointer(rebasing: bytes[0..<length]), transport: .tcp,
                                            from: PeerKey(ip: connection.ip, port: connection.port), udpFD: nil,
                                            responder: &responder, set: set, log: &log)
                         }
+                        if handled { answered += 1 }
                         connection.consume(length)
                         continue
                     }

@@ -21,7 +21,8 @@ public enum SIPResponseRelay: Sendable, Hashable {
     case ownRequest(statusCode: Int)
     /// The top Via is not one lookupd wrote: §16.11 says discard it.
     case notOurs
-    /// Our Via was the only one (and not a probe's): nowhere to send it.
+    /// Our Via was the only one (and not a probe's), or the next one lacks the `received` and
+    /// `rport` lookupd writes on every request it forwards: nowhere it may send it.
     case noNextVia
     /// Not a usable response (status line, Via or Content-Length broken, body shorter than
     /// announced, larger than the maximum size).
@@ -33,9 +34,11 @@ let probeBranchPrefix: StaticString = "z9hG4bK-lkdp"
 
 extension SIPParser {
     /// Checks that the top Via of a response is one lookupd pushed (sent-by one of `ours`, a
-    /// branch of lookupd's), removes it and writes the rest unchanged (header lines copied,
-    /// line ends normalised to CRLF, body byte for byte) into `out`.
-    public func relayResponse(_ bytes: UnsafeRawBufferPointer, ours: [SIPViaAddress],
+    /// branch of lookupd's whose keyed tag matches the response's Call-ID, From tag, CSeq
+    /// number and next Via branch), removes it and writes the rest unchanged (header lines
+    /// copied, line ends normalised to CRLF, body byte for byte) into `out`. The next hop is
+    /// the next Via's `received`/`rport`, which lookupd wrote from the request's real source.
+    public func relayResponse(_ bytes: UnsafeRawBufferPointer, ours: [SIPViaAddress], branchKey: UInt64,
                               into out: UnsafeMutableRawBufferPointer) -> SIPResponseRelay {
         let s = store
         s.reset()
@@ -73,18 +76,26 @@ extension SIPParser {
             cr = headers.firstIndex(of: ASCII.cr, from: i + 1)
         }
 
-        // Via values in order, and the Content-Length.
+        // Via values in order, the Content-Length, and what the branch tag covers.
         var vias: [SIPText] = []
         var firstViaItems = 0
         var contentLength: Int? = nil
         var broken = false
+        var callID: SIPText? = nil, from: SIPText? = nil, cseq: SIPText? = nil
         forEachHeader(in: headers, from: firstLF + 1) { name, lines, folded in
             let kind = HeaderKind(name: name)
-            guard kind == .via || kind == .contentLength else { return }
+            guard kind == .via || kind == .contentLength || kind == .callID || kind == .from || kind == .cseq else { return }
             var value = headerValue(lines)
             if folded { value = s.arena.unfolded(value) }
             value = value.trimmingLWS()
-            if kind == .via {
+            if kind == .callID || kind == .from || kind == .cseq {
+                // One of each, as in the request the tag was computed for.
+                switch kind {
+                case .callID: if callID != nil { broken = true }; callID = value
+                case .from: if from != nil { broken = true }; from = value
+                default: if cseq != nil { broken = true }; cseq = value
+                }
+            } else if kind == .via {
                 let before = vias.count
                 forEachItem(value, separators: ASCII.comma, ASCII.comma) { vias.append($0) }
                 if before == 0 { firstViaItems = vias.count }
@@ -107,10 +118,17 @@ extension SIPParser {
         if hasPrefix(branch, probeBranchPrefix) { return .ownRequest(statusCode: Int(code)) }
         guard vias.count >= 2 else { return .noNextVia }
         guard let next = SIPVia.read(vias[1]) else { return .malformed }
-        let host = next.received.map { $0.string } ?? next.host.string
-        var port = next.port ?? 5060
-        if let rport = next.parameters.value("rport"), let p = rport.parseDecimal(limit: 65535), p > 0 { port = Int(p) }
-        let hop = SIPNextHop(transport: next.transport.string.uppercased(), host: host, port: UInt16(port))
+        // The tag proves lookupd forwarded the request this answers: a forged response, even
+        // from the upstream's address, is not relayed.
+        guard let callID, let from, let cseq, let cseqNumber = parseCSeq(cseq)?.0,
+              let fromTag = SIPNameAddress.read(from, arena: &s.arena)?.tag else { return .malformed }
+        let tag = hex32(responseTag(key: branchKey, callID: callID, fromTag: fromTag, cseq: cseqNumber, clientBranch: next.branch ?? .empty))
+        guard branch.count == proxyBranchLength, tag.utf8.elementsEqual(branch.bytes[(proxyBranchLength - 8)...]) else { return .notOurs }
+        // Only where the request really came from: lookupd wrote both on every request it
+        // forwarded, and never routes by an address the caller wrote.
+        guard let received = next.received, isIPAddressText(received.string),
+              let rport = next.parameters.value("rport"), let port = rport.parseDecimal(limit: 65535), port > 0 else { return .noNextVia }
+        let hop = SIPNextHop(transport: next.transport.string.uppercased(), host: received.string, port: UInt16(port))
 
         var w = ByteWriter(out)
         w.append(statusLine)

@@ -40,11 +40,10 @@ public struct SIPForwarding {
     /// Mixed into the branch, so branches cannot be predicted from outside; the same in every
     /// worker (a CANCEL may reach another worker than its INVITE).
     public var branchKey: UInt64
-    /// The socket peer the request came from: `received`/`rport` on the (now second) Via.
+    /// The socket peer the request came from: `received`/`rport` on the (now second) Via,
+    /// always both, whatever the Via says (RFC 3261 §18.2.1, RFC 3581): responses are routed
+    /// by them alone, so they can only ever reach where the request came from.
     public var source: SIPSourceAddress
-    /// Always write `received` and `rport` (a stream: the response must find the connection
-    /// again, statelessly, from the Via alone).
-    public var forceReceived: Bool
     /// Our own addresses: a top Route naming one of them is removed (§16.4).
     public var ownAddresses: [SIPViaAddress]
     /// The label to show; nil forwards the request untouched but for the proxy's own headers.
@@ -53,13 +52,12 @@ public struct SIPForwarding {
     public var labelHeaderName: String
     public var labelInAssertedIdentity: Bool
 
-    public init(via: SIPViaAddress, branchKey: UInt64, source: SIPSourceAddress, forceReceived: Bool = false,
+    public init(via: SIPViaAddress, branchKey: UInt64, source: SIPSourceAddress,
                 ownAddresses: [SIPViaAddress] = [], label: SIPLabel? = nil, displayName: [SIPDisplayNamePart] = [.label],
                 labelHeaderName: String = "X-Caller-Label", labelInAssertedIdentity: Bool = false) {
         self.via = via
         self.branchKey = branchKey
         self.source = source
-        self.forceReceived = forceReceived
         self.ownAddresses = ownAddresses
         self.label = label
         self.displayName = displayName
@@ -81,6 +79,8 @@ public struct SIPForwardResult: Sendable, Hashable {
 
 /// Prefix of every branch lookupd writes (RFC 3261 magic cookie first). Probes add `p`.
 let proxyBranchPrefix: StaticString = "z9hG4bK-lkd"
+/// Prefix, loop hash (8 hex), request hash (16 hex), response tag (8 hex).
+let proxyBranchLength = 11 + 8 + 16 + 8
 
 extension SIPRequest {
     /// §16.3 step 4: true when a Via holds a branch lookupd wrote on one of `hosts` for this
@@ -127,7 +127,24 @@ extension SIPRequest {
         var branch = proxyBranchPrefix.description
         branch += hex32(loopHash(key: key))
         branch += hex64(h.finish())
+        branch += hex32(responseTag(key: key, callID: s.callID.value ?? .empty, fromTag: s.fromAddress.tag ?? .empty,
+                                    cseq: s.cseqNumber, clientBranch: s.topVia.branch ?? .empty))
         return branch
+    }
+
+    /// Why the top Via cannot carry the real source (`received`/`rport`) to the next hop and
+    /// back: a proxy that forwarded it anyway would let the caller decide where the upstream's
+    /// responses go. Nil when it can. `transport` is the one the request came over.
+    public func proxyViaProblem(transport: String) -> String? {
+        guard isComplete, let value = store.viaValues.first else { return "no Via" }
+        guard let via = SIPVia.read(value) else { return "unreadable top Via" }
+        guard via.protocolName.equalsLiteral("SIP"), via.protocolVersion.equalsLiteral("2.0") else { return "top Via is not SIP/2.0" }
+        guard via.transport.equalsIgnoringCase(transport) else { return "top Via transport is not the one the request came over" }
+        guard via.host.count > 0 else { return "top Via has no host" }
+        // An empty value (`branch=`, `x=`) is not a gen-value (§25.1): parameters written
+        // after one would be lost to the next parser.
+        for p in via.parameters where p.value?.count == 0 || p.name.count == 0 || !p.name.isToken { return "top Via has an empty or invalid parameter" }
+        return nil
     }
 
     /// Writes the request as it is to be forwarded (RFC 3261 §16.6 steps 3-8 for a stateless
@@ -142,6 +159,8 @@ extension SIPRequest {
         guard s.state == .request else { throw .noRequest }
         guard isIPAddressText(f.via.host), isTokenString(f.via.transport) else { throw .invalidSourceAddress }
         guard isIPAddressText(f.source.ip) else { throw .invalidSourceAddress }
+        // The transport is the Responder's to check; here only that the Via can carry the source.
+        guard proxyViaProblem(transport: s.topVia.transport.string) == nil else { throw .unroutableVia }
         guard isTokenString(f.labelHeaderName) else { throw .invalidLabelHeaderName }
         let mark = s.arena.used
         defer { s.arena.used = mark }
@@ -207,7 +226,7 @@ extension SIPRequest {
                 var first = true
                 forEachItem(value(), separators: ASCII.comma, ASCII.comma) { item in
                     if first {
-                        writeReceivedVia(item, source: f.source, force: f.forceReceived, into: &w)
+                        writeReceivedVia(item, source: f.source, into: &w)
                         first = false
                     } else {
                         w.append(", ")
@@ -273,16 +292,11 @@ extension SIPRequest {
         return SIPForwardResult(byteCount: w.count, branch: branch, labelRefusal: labelRefusal)
     }
 
-    /// A Via value with `received`/`rport` set from the socket peer (as `writeTopVia` does for
-    /// responses, RFC 3581 §4); `force` writes both even when not asked for.
-    private func writeReceivedVia(_ value: SIPText, source: SIPSourceAddress, force: Bool, into w: inout ByteWriter) {
-        // A parameter with an empty value (`branch=`) is accepted last in a Via but not before
-        // another parameter: such a Via is passed on as it came rather than made invalid.
-        guard let via = SIPVia.read(value), !via.parameters.contains(where: { $0.value?.count == 0 }) else {
-            w.append(value)
-            return
-        }
-        writeVia(via, of: value, source: source, addRport: force, into: &w)
+    /// The top Via value with `received` and `rport` set from the socket peer, always, replacing
+    /// any the caller wrote. `proxyViaProblem` has passed.
+    private func writeReceivedVia(_ value: SIPText, source: SIPSourceAddress, into w: inout ByteWriter) {
+        guard let via = SIPVia.read(value) else { return w.append(value) }
+        writeVia(via, of: value, source: source, addRport: true, alwaysReceived: true, into: &w)
     }
 }
 
@@ -441,6 +455,18 @@ func hex32(_ v: UInt32) -> String {
 func hex64(_ v: UInt64) -> String {
     let s = String(v, radix: 16)
     return String(repeating: "0", count: 16 - s.count) + s
+}
+
+/// The part of a branch that proves a response came back for a request lookupd forwarded:
+/// a keyed hash of what a response carries unchanged (Call-ID, From tag, CSeq number and the
+/// client's branch in the next Via), so `relayResponse` can check it without state.
+func responseTag(key: UInt64, callID: SIPText, fromTag: SIPText, cseq: UInt32, clientBranch: SIPText) -> UInt32 {
+    var h = FNV1a(key: key ^ 0x7265_7370_6f6e_7365)
+    h.add(callID)
+    h.add(fromTag)
+    h.add(number: cseq)
+    h.add(clientBranch)
+    return UInt32(truncatingIfNeeded: h.finish())
 }
 
 extension FNV1a {

@@ -129,6 +129,8 @@ public enum SIPWriteError: Error, Sendable, Hashable {
     case invalidLabelHeaderName
     /// A name that is not a token, or a value with control characters; carries the name.
     case invalidHeaderField(String)
+    /// Proxying: the top Via cannot carry the request's real source (`proxyViaProblem`).
+    case unroutableVia
 }
 
 extension SIPRequest {
@@ -507,7 +509,8 @@ func isSafeURI(_ s: String) -> Bool {
 /// value) becomes `rport=<source port>`, also added when `addRport`; an existing `received`
 /// is dropped and `received=<source IP>` appended when rport is there or the sent-by host is
 /// not the source IP (RFC 3261 §18.2.1). Shared by responses and the proxy's forwarding.
-func writeVia(_ via: SIPVia, of value: SIPText, source: SIPSourceAddress, addRport: Bool, into w: inout ByteWriter) {
+func writeVia(_ via: SIPVia, of value: SIPText, source: SIPSourceAddress, addRport: Bool, alwaysReceived: Bool = false,
+              into w: inout ByteWriter) {
     let params = via.parameters.text
     let headLength = params.count > 0 ? (params.baseAddress! - value.baseAddress!) : value.count
     w.append(value.slice(0, headLength).trimmingLWS())
@@ -532,7 +535,7 @@ func writeVia(_ via: SIPVia, of value: SIPText, source: SIPSourceAddress, addRpo
         w.appendDecimal(Int(source.port))
         rport = true
     }
-    if rport || !via.host.equalsIgnoringCase(source.ip) {
+    if alwaysReceived || rport || !via.host.equalsIgnoringCase(source.ip) {
         w.append(";received=")
         w.appendString(source.ip)
     }

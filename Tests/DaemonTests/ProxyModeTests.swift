@@ -194,6 +194,140 @@ final class ProxyModeTests: IntegrationTestCase {
         XCTAssertTrue(forwarded?.contains("\r\nX-Caller-Label: \"China Unicom Customer Service\"\r\n") ?? false, forwarded ?? "no INVITE reached the PBX")
     }
 
+    // MARK: - Hardening (issue 13)
+
+    /// A PBX by hand: the next request it receives, answered with `codes` (copying Via, From,
+    /// To, Call-ID and CSeq as a UAS does) to its top Via's sent-by, lookupd's upstream socket.
+    @discardableResult
+    private func answer(_ pbx: UDPPeer, _ codes: [Int], timeout: Double = 5, edit: (String) -> String = { $0 }) -> SIPRequestText? {
+        let deadline = monotonicSeconds() + timeout
+        while monotonicSeconds() < deadline, let bytes = pbx.receive(timeout: max(0.05, deadline - monotonicSeconds())) {
+            let text = String(decoding: bytes, as: UTF8.self)
+            guard !text.hasPrefix("SIP/2.0"), let request = SIPRequestText(text) else { continue }
+            for code in codes {
+                let lines = ["SIP/2.0 \(code) \(code == 200 ? "OK" : "Ringing")"] + request.lines(["Via", "From", "To", "Call-ID", "CSeq"]).map(edit)
+                    + (code == 200 ? ["Content-Type: application/sdp", "Content-Length: 12"] : ["Content-Length: 0"])
+                pbx.send(sipMessage(lines, body: code == 200 ? "v=0\r\ns=pbx\r\n" : ""), to: request.viaPort)
+            }
+            return request
+        }
+        return nil
+    }
+
+    private func inviteVia(_ via: String, port: UInt16, caller: String = Caller.unknown) -> [UInt8] {
+        sipMessage([
+            "INVITE sip:13000000000@127.0.0.1:\(port) SIP/2.0", "Via: \(via)", "Max-Forwards: 70",
+            "From: <sip:\(caller)@127.0.0.1>;tag=\(token())", "To: <sip:13000000000@127.0.0.1:\(port)>",
+            "Call-ID: \(token("d1-"))", "CSeq: 1 INVITE", "Content-Length: 0",
+        ])
+    }
+
+    /// D1, D15: whatever the caller's top Via says, the PBX's answers reach only where the
+    /// request came from. A Via lookupd cannot record the source on (an empty parameter, a
+    /// protocol other than SIP/2.0, another transport than the request came over) is refused
+    /// with 400 and never reaches the PBX; one that lies about received/rport is forwarded with
+    /// the real ones. Nothing ever reaches the third party the Via names.
+    func testAnswersReachOnlyTheRealSource() throws {
+        let pbx = try UDPPeer()
+        let thirdParty = try UDPPeer(ip: "127.0.0.9")
+        let victim = "127.0.0.9:\(thirdParty.port)"
+        let port = freeLoopbackPort()
+        let node = try startNode("d1", port: port, extra: ["mode = proxy", "upstream = 127.0.0.1:\(pbx.port)"])
+        let caller = try UDPPeer()
+        for via in ["SIP/2.0/UDP \(victim);branch=", "SIP/2.0/UDP \(victim);x=;branch=\(token("z9hG4bK"))",
+                    "SIP/0/UDP \(victim);branch=\(token("z9hG4bK"))", "SIP/2.0/TCP \(victim);branch=\(token("z9hG4bK"))"] {
+            let answer = caller.exchange(inviteVia(via, port: port), port: port, timeout: 5)
+            XCTAssertEqual(answer?.statusCode, 400, "\(via): \(String(describing: answer))")
+        }
+        XCTAssertNil(pbx.receive(timeout: 0.5), "no refused request reaches the PBX")
+
+        // A Via that lies about where answers go: forwarded with the real received/rport.
+        caller.send(inviteVia("SIP/2.0/UDP \(victim);branch=\(token("z9hG4bK"));received=127.0.0.9;rport=\(thirdParty.port)", port: port), to: port)
+        let forwarded = try XCTUnwrap(answer(pbx, [180, 200]))
+        XCTAssertTrue(forwarded.lines(["Via"])[1].hasSuffix(";rport=\(caller.port);received=127.0.0.1"), "\(forwarded.headerLines)")
+        XCTAssertEqual(caller.receive(timeout: 5).flatMap(SIPAnswer.init)?.statusCode, 180)
+        XCTAssertEqual(caller.receive(timeout: 5).flatMap(SIPAnswer.init)?.statusCode, 200)
+
+        // Over TCP: the Via must say TCP; the answers come back on the connection.
+        let tcp = try TCPPeer(to: port)
+        XCTAssertEqual(tcp.exchange(inviteVia("SIP/2.0/UDP \(victim);branch=\(token("z9hG4bK"))", port: port), timeout: 5)?.statusCode, 400)
+        tcp.send(inviteVia("SIP/2.0/TCP \(victim);branch=\(token("z9hG4bK"))", port: port))
+        XCTAssertNotNil(answer(pbx, [180]))
+        guard case .message(let ringing) = tcp.receive(timeout: 5) else { return XCTFail("no 180 on the TCP connection") }
+        XCTAssertEqual(SIPAnswer(ringing)?.statusCode, 180)
+
+        XCTAssertNil(thirdParty.receive(timeout: 1), "the address the caller wrote never gets a datagram")
+        let stats = try stats(node)
+        // SIP/0 may already be refused by the parser (as malformed); the rest by the proxy.
+        XCTAssertGreaterThanOrEqual(stats["lookupd_proxy_refused_total{reason=\"unroutable_via_400\"}"], 4, stats.text)
+        XCTAssertEqual(stats["lookupd_proxy_forwarded_total{direction=\"downstream\"}"], 3, stats.text)
+    }
+
+    /// D10: a response is relayed only when it comes from the upstream's address and port
+    /// (UDP) and its branch carries the keyed tag of the request it answers.
+    func testForgedResponsesAreNotRelayed() throws {
+        let pbx = try UDPPeer()
+        let port = freeLoopbackPort()
+        let node = try startNode("d10", port: port, extra: ["mode = proxy", "upstream = 127.0.0.1:\(pbx.port)"])
+        let caller = try UDPPeer()
+        caller.send(inviteVia("SIP/2.0/UDP 127.0.0.1:\(caller.port);branch=\(token("z9hG4bK"));rport", port: port), to: port)
+        let forwarded = try XCTUnwrap(answer(pbx, []))
+        let genuine = ["SIP/2.0 200 OK"] + forwarded.lines(["Via", "From", "To", "Call-ID", "CSeq"]) + ["Content-Length: 0"]
+        // Another port of the upstream's host, with the genuine branch, to the listen socket
+        // (the socket toward the upstream is connected: the kernel drops such datagrams).
+        let sameHost = try UDPPeer()
+        sameHost.send(sipMessage(genuine), to: port)
+        // The upstream's own port, with a forged tag, or for another call.
+        let forged = genuine.map { line in
+            guard line.lowercased().hasPrefix("via:"), line.contains("z9hG4bK-lkd") else { return line }
+            return String(line.dropLast(8)) + "00000000"
+        }
+        pbx.send(sipMessage(forged), to: forwarded.viaPort)
+        pbx.send(sipMessage(genuine.map { $0.hasPrefix("Call-ID:") ? "Call-ID: another-call" : $0 }), to: forwarded.viaPort)
+        XCTAssertNil(caller.receive(timeout: 1), "no forged response reaches the caller")
+        XCTAssertTrue(eventually(timeout: 10) { ((try? self.stats(node))?["lookupd_proxy_dropped_total{reason=\"via_not_ours\"}"] ?? 0) == 3 })
+        pbx.send(sipMessage(genuine), to: forwarded.viaPort)
+        XCTAssertEqual(caller.receive(timeout: 5).flatMap(SIPAnswer.init)?.statusCode, 200, "the genuine one is")
+    }
+
+    /// D11: a request from the upstream's address to a listen socket is refused with 403,
+    /// never sent back to the upstream; a caller on the same host (another port) is served.
+    func testRequestsFromTheUpstreamAreRefused() throws {
+        let pbx = try UDPPeer()
+        let port = freeLoopbackPort()
+        let node = try startNode("d11", port: port, extra: ["mode = proxy", "upstream = 127.0.0.1:\(pbx.port)"])
+        let refused = pbx.exchange(inviteVia("SIP/2.0/UDP 127.0.0.1:\(pbx.port);branch=\(token("z9hG4bK"));rport", port: port), port: port, timeout: 5)
+        XCTAssertEqual(refused?.statusCode, 403)
+        XCTAssertEqual(refused?.reasonPhrase, "Not Relaying")
+        XCTAssertNil(pbx.receive(timeout: 0.5), "nothing was forwarded back to the upstream")
+        let caller = try UDPPeer()
+        caller.send(inviteVia("SIP/2.0/UDP 127.0.0.1:\(caller.port);branch=\(token("z9hG4bK"));rport", port: port), to: port)
+        XCTAssertNotNil(answer(pbx, []), "a caller on the upstream's host is forwarded")
+        let stats = try stats(node)
+        XCTAssertEqual(stats["lookupd_proxy_refused_total{reason=\"from_upstream\"}"], 1, stats.text)
+    }
+
+    /// D16: in proxy mode the answers lookupd gives itself and the requests it forwards are
+    /// timed in lookupd_response_duration_seconds, as in redirect mode.
+    func testProxyModeObservesResponseDurations() throws {
+        let pbx = try UDPPeer()
+        let port = freeLoopbackPort()
+        let node = try startNode("d16", port: port, extra: ["mode = proxy", "upstream = 127.0.0.1:\(pbx.port)"])
+        let caller = try UDPPeer()
+        let before = try stats(node)["lookupd_response_duration_seconds_count{transport=\"udp\"}"]
+        XCTAssertEqual(caller.exchange(serverOptions(port: port), port: port)?.statusCode, 200)
+        XCTAssertEqual(caller.exchange(inviteVia("SIP/2.0/UDP 127.0.0.1:\(caller.port);branch=\(token("z9hG4bK"));rport", port: port, caller: Caller.fraud),
+                                       port: port, timeout: 5)?.statusCode, 603)
+        caller.send(inviteVia("SIP/2.0/UDP 127.0.0.1:\(caller.port);branch=\(token("z9hG4bK"));rport", port: port), to: port)
+        XCTAssertNotNil(answer(pbx, []))
+        let tcp = try TCPPeer(to: port)
+        XCTAssertEqual(tcp.exchange(Array(String(decoding: serverOptions(port: port), as: UTF8.self)
+                                            .replacingOccurrences(of: "SIP/2.0/UDP", with: "SIP/2.0/TCP").utf8))?.statusCode, 200)
+        let after = try stats(node)
+        XCTAssertEqual(after["lookupd_response_duration_seconds_count{transport=\"udp\"}"] - before, 3, after.text)
+        XCTAssertEqual(after["lookupd_response_duration_seconds_count{transport=\"tcp\"}"], 1, after.text)
+    }
+
     /// An INVITE from an unknown caller with the given Max-Forwards, answers asked to `peer` (rport).
     private func hopInvite(maxForwards: Int, port: UInt16, peer: UInt16) -> [UInt8] {
         sipMessage([

@@ -36,10 +36,10 @@ final class ProxyRewriteTests: XCTestCase {
     }
 
     func forward(_ bytes: [UInt8], label: String?, format: [SIPDisplayNamePart] = [.label], pai: Bool = false,
-                 source: SIPSourceAddress = SIPSourceAddress(ip: "198.51.100.7", port: 5062), force: Bool = false) throws -> (String, SIPForwardResult, SIPParser) {
+                 source: SIPSourceAddress = SIPSourceAddress(ip: "198.51.100.7", port: 5062)) throws -> (String, SIPForwardResult, SIPParser) {
         let parser = SIPParser()
         XCTAssertEqual(parser.parse(bytes), .request)
-        var f = SIPForwarding(via: ourVia, branchKey: key, source: source, forceReceived: force, ownAddresses: [ourVia],
+        var f = SIPForwarding(via: ourVia, branchKey: key, source: source, ownAddresses: [ourVia],
                               displayName: format, labelInAssertedIdentity: pai)
         if let label { f.label = .string(label) }
         var buffer = [UInt8](repeating: 0, count: 32768)
@@ -71,7 +71,7 @@ final class ProxyRewriteTests: XCTestCase {
             #"X-Caller-Label: "Fraud \"Risk\" \\""#,
         ])
         XCTAssertTrue(result.branch.hasPrefix("z9hG4bK-lkd"))
-        XCTAssertEqual(result.branch.count, "z9hG4bK-lkd".count + 24)
+        XCTAssertEqual(result.branch.count, "z9hG4bK-lkd".count + 32)
     }
 
     /// Without a label only the proxy's own changes are made; a forged label still goes.
@@ -84,7 +84,7 @@ final class ProxyRewriteTests: XCTestCase {
     }
 
     /// An addr-spec From gets angle brackets (a display name needs them); a missing
-    /// Max-Forwards and Content-Length are added; a stream source always gets rport/received.
+    /// Max-Forwards and Content-Length are added; rport/received are always written.
     func testAddrSpecFromAndAddedHeaders() throws {
         let bytes = wire("""
         INVITE sip:1001@192.0.2.5 SIP/2.0
@@ -95,7 +95,7 @@ final class ProxyRewriteTests: XCTestCase {
         CSeq: 1 INVITE
 
         """)
-        let (text, _, _) = try forward(bytes, label: "Unicom", source: SIPSourceAddress(ip: "198.51.100.7", port: 40001), force: true)
+        let (text, _, _) = try forward(bytes, label: "Unicom", source: SIPSourceAddress(ip: "198.51.100.7", port: 40001))
         let (head, forwardedBody) = split(text)
         XCTAssertEqual(forwardedBody, "")
         XCTAssertEqual(Array(head.dropFirst(2)), [
@@ -209,12 +209,70 @@ final class ProxyRewriteTests: XCTestCase {
         XCTAssertEqual(relayed("SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP 192.0.2.5:5060;branch=z9hG4bK-lkd0\rVia: x" + tail).0, .malformed)
     }
 
-    /// The next hop without received/rport is the sent-by (5060 by default).
-    func testNextHopFromSentBy() {
-        let response = "SIP/2.0 100 Trying\r\nVia: SIP/2.0/UDP 192.0.2.5:5060;branch=z9hG4bK-lkd0\r\nVia: SIP/2.0/TCP [2001:db8::7];branch=z9hG4bK-1\r\n"
-            + "From: <sip:a@x>;tag=1\r\nTo: <sip:b@y>\r\nCall-ID: c\r\nCSeq: 1 INVITE\r\nContent-Length: 0\r\n\r\n"
-        guard case .forward(_, 100, let hop) = relayed(response).0 else { return XCTFail("\(relayed(response))") }
-        XCTAssertEqual(hop, SIPNextHop(transport: "TCP", host: "2001:db8::7", port: 5060))
+    /// D1: a response is only ever sent to the received/rport lookupd wrote from the request's
+    /// socket peer, never to the sent-by a caller wrote (which lookupd used to fall back to).
+    func testNoNextHopFromTheSentByACallerWrote() {
+        let branch = "z9hG4bK-lkd" + String(repeating: "0", count: 24) + responseTagText(key: key, callID: "c", fromTag: "1", cseq: 1, clientBranch: "z9hG4bK-1")
+        let head = "SIP/2.0 100 Trying\r\nVia: SIP/2.0/UDP 192.0.2.5:5060;branch=\(branch)\r\n"
+        let tail = "From: <sip:a@x>;tag=1\r\nTo: <sip:b@y>\r\nCall-ID: c\r\nCSeq: 1 INVITE\r\nContent-Length: 0\r\n\r\n"
+        for next in ["SIP/2.0/UDP 127.0.0.9:7777;branch=z9hG4bK-1", "SIP/2.0/UDP 127.0.0.9:7777;branch=z9hG4bK-1;rport=7777",
+                     "SIP/2.0/UDP 127.0.0.9:7777;branch=z9hG4bK-1;received=127.0.0.9", "SIP/2.0/UDP 127.0.0.9:7777;branch=z9hG4bK-1;rport;received=127.0.0.9",
+                     "SIP/2.0/UDP 127.0.0.9:7777;branch=z9hG4bK-1;rport=7777;received=attacker.example"] {
+            XCTAssertEqual(relayed(head + "Via: \(next)\r\n" + tail).0, .noNextVia, next)
+        }
+        guard case .forward(_, 100, let hop) = relayed(head + "Via: SIP/2.0/TCP [2001:db8::7];branch=z9hG4bK-1;rport=40001;received=2001:db8::8\r\n" + tail).0 else {
+            return XCTFail("a Via lookupd wrote is routed")
+        }
+        XCTAssertEqual(hop, SIPNextHop(transport: "TCP", host: "2001:db8::8", port: 40001))
+    }
+
+    /// D10: a response whose branch has lookupd's prefix but not the keyed tag of the request it
+    /// claims to answer (Call-ID, From tag, CSeq number, the client's branch) is not relayed.
+    func testAForgedBranchIsNotRelayed() throws {
+        let (_, result, _) = try forward(message, label: nil)
+        let response = { (branch: String, callID: String) in
+            "SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP 192.0.2.5:5060;branch=\(branch)\r\n"
+                + "Via: SIP/2.0/UDP 198.51.100.7:5062;branch=z9hG4bK-trunk-1;rport=5062;received=198.51.100.7\r\n"
+                + "From: <sip:+8613800138000@198.51.100.7>;tag=abc\r\nTo: <sip:1001@192.0.2.5>;tag=pbx\r\nCall-ID: \(callID)\r\nCSeq: 7 INVITE\r\nContent-Length: 0\r\n\r\n"
+        }
+        guard case .forward = relayed(response(result.branch, "call-1@198.51.100.7")).0 else { return XCTFail("the genuine branch is relayed") }
+        XCTAssertEqual(relayed(response(result.branch, "call-2@198.51.100.7")).0, .notOurs, "another call's response")
+        var forged = Array(result.branch)
+        forged[forged.count - 1] = forged.last == "0" ? "1" : "0"
+        XCTAssertEqual(relayed(response(String(forged), "call-1@198.51.100.7")).0, .notOurs, "a forged tag")
+        XCTAssertEqual(relayed(response(String(result.branch.dropLast(8)), "call-1@198.51.100.7")).0, .notOurs, "a branch of the old shape")
+    }
+
+    /// D1, D15: a top Via that cannot carry the real source is refused before forwarding (the
+    /// Responder answers 400); received/rport the caller wrote, in any letter case, are
+    /// replaced by the socket peer's.
+    func testTheTopViaMustCarryTheRealSource() throws {
+        func request(_ via: String) -> [UInt8] {
+            wire("""
+            INVITE sip:1001@192.0.2.5 SIP/2.0
+            Via: \(via)
+            From: <sip:+8618600000000@198.51.100.7>;tag=x
+            To: <sip:1001@192.0.2.5>
+            Call-ID: c3
+            CSeq: 1 INVITE
+            Content-Length: 0
+
+            """)
+        }
+        let parser = SIPParser()
+        for (via, transport) in [("SIP/2.0/UDP 127.0.0.9:7777;branch=", "UDP"), ("SIP/2.0/UDP 127.0.0.9:7777;x=;branch=z9hG4bK-1", "UDP"),
+                                 ("SIP/0/UDP 127.0.0.9:7777;branch=z9hG4bK-1", "UDP"), ("SIP/2.0/UDP 127.0.0.9:7777;branch=z9hG4bK-1", "TCP"),
+                                 ("SIP/2.0/TCP 127.0.0.9:7777;branch=z9hG4bK-1", "UDP")] {
+            guard parser.parse(request(via)) == .request else { continue }  // refused by the parser already
+            XCTAssertNotNil(parser.request.proxyViaProblem(transport: transport), "\(via) over \(transport)")
+        }
+        XCTAssertEqual(parser.parse(request("SIP/2.0/UDP 127.0.0.9:7777;branch=")), .request, "accepted by the parser, refused by the proxy")
+        XCTAssertThrowsError(try forward(request("SIP/2.0/UDP 127.0.0.9:7777;branch="), label: nil)) { error in
+            XCTAssertEqual(error as? SIPWriteError, .unroutableVia)
+        }
+        let (text, _, _) = try forward(request("SIP/2.0/UDP 127.0.0.9:7777;branch=z9hG4bK-1;Received=127.0.0.9;RPORT=7777;rport"), label: nil,
+                                       source: SIPSourceAddress(ip: "198.51.100.7", port: 40001))
+        XCTAssertEqual(split(text).0[2], "Via: SIP/2.0/UDP 127.0.0.9:7777;branch=z9hG4bK-1;RPORT=40001;rport=40001;received=198.51.100.7")
     }
 
     /// The ACK for an answer lookupd wrote itself carries the To tag it derived: recognised.
@@ -265,7 +323,7 @@ final class ProxyRewriteTests: XCTestCase {
         let parser = SIPParser()
         var out = [UInt8](repeating: 0, count: 32768)
         let bytes = Array(text.utf8)
-        let relay = bytes.withUnsafeBytes { input in out.withUnsafeMutableBytes { parser.relayResponse(input, ours: [ourVia], into: $0) } }
+        let relay = bytes.withUnsafeBytes { input in out.withUnsafeMutableBytes { parser.relayResponse(input, ours: [ourVia], branchKey: key, into: $0) } }
         if case .forward(let n, _, _) = relay { return (relay, String(decoding: out[0..<n], as: UTF8.self)) }
         return (relay, "")
     }
@@ -302,7 +360,8 @@ final class ProxyHostileInputTests: XCTestCase {
     }
 
     func testMutatedResponses() {
-        let response = Array(("SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP 192.0.2.5:5060;branch=z9hG4bK-lkd0123456789abcdef01234567, "
+        let branch = "z9hG4bK-lkd0123456789abcdef01234567" + responseTagText(key: 7, callID: "c", fromTag: "1", cseq: 1, clientBranch: "z9hG4bK-1")
+        let response = Array(("SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP 192.0.2.5:5060;branch=\(branch), "
             + "SIP/2.0/UDP 198.51.100.7:5062;branch=z9hG4bK-1;rport=5062;received=198.51.100.7\r\nVia: SIP/2.0/TCP [2001:db8::1];branch=z9hG4bK-2\r\n"
             + "From: <sip:a@x>;tag=1\r\nTo: <sip:b@y>;tag=2\r\nCall-ID: c\r\nCSeq: 1 INVITE\r\nContent-Type: application/sdp\r\nContent-Length: 8\r\n\r\nv=0\r\ns=-\r\n").utf8)
         var generator = SeededRandom(seed: 3261)
@@ -312,7 +371,7 @@ final class ProxyHostileInputTests: XCTestCase {
         for round in 0..<20000 {
             var bytes = response
             if round > 0 { mutate(&bytes, &generator) }
-            let result = bytes.withUnsafeBytes { input in out.withUnsafeMutableBytes { parser.relayResponse(input, ours: [via], into: $0) } }
+            let result = bytes.withUnsafeBytes { input in out.withUnsafeMutableBytes { parser.relayResponse(input, ours: [via], branchKey: 7, into: $0) } }
             guard case .forward(let n, let code, _) = result else { continue }
             relayed += 1
             let text = out[0..<n]
@@ -333,6 +392,8 @@ final class ProxyHostileInputTests: XCTestCase {
         let request = parser.request
         let method = request.methodText.string, callID = request.callID.string, cseq = request.cseqNumber
         let body = Array(bytes.withUnsafeBytes { UnsafeRawBufferPointer(rebasing: $0[request.bodyRange]) })
+        // The Responder answers 400 to a top Via that cannot carry the real source.
+        if request.proxyViaProblem(transport: request.topVia.transport.string) != nil { return 0 }
         var f = SIPForwarding(via: via, branchKey: 7, source: SIPSourceAddress(ip: "198.51.100.7", port: 5062), ownAddresses: [via],
                               displayName: [.text("["), .label, .text("] "), .originalName], labelInAssertedIdentity: true)
         f.label = .string(label)
@@ -368,4 +429,13 @@ final class ProxyHostileInputTests: XCTestCase {
             }
         }
     }
+}
+
+/// The last 8 hex digits of a branch lookupd writes, for a response with these fields.
+func responseTagText(key: UInt64, callID: String, fromTag: String, cseq: UInt32, clientBranch: String) -> String {
+    func text<R>(_ s: String, _ body: (SIPText) -> R) -> R {
+        var s = s
+        return s.withUTF8 { body(SIPText(baseAddress: $0.baseAddress, count: $0.count)) }
+    }
+    return text(callID) { c in text(fromTag) { f in text(clientBranch) { b in hex32(responseTag(key: key, callID: c, fromTag: f, cseq: cseq, clientBranch: b)) } } }
 }
