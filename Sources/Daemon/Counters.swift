@@ -29,6 +29,8 @@ public enum Counter: Int, CaseIterable, Sendable {
     case proxyUpstreamSendErrors, proxyUpstreamUnreachable, proxyProbesSent, proxyProbesAnswered, proxyLocalACKs
     // Proxy mode: a request whose top Via could not carry its real source (refused with 400).
     case proxyUnroutableVia
+    // A TCP connection from outside allow-from closed at accept (drop, or the pool for 403s full).
+    case tcpRefusedACL
 
     static let methodOffset = 7
 
@@ -120,6 +122,7 @@ public enum Counter: Int, CaseIterable, Sendable {
         case .proxyLocalACKs: return ("lookupd_proxy_absorbed_total", "reason=\"ack_for_local_answer\"")
         case .proxyResponseUndeliverable: return ("lookupd_proxy_dropped_total", "reason=\"next_hop_unreachable\"")
         case .proxyUnroutableVia: return ("lookupd_proxy_refused_total", "reason=\"unroutable_via_400\"")
+        case .tcpRefusedACL: return ("lookupd_tcp_connections_total", "event=\"refused_acl\"")
         }
     }
 

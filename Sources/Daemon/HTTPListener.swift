@@ -38,6 +38,12 @@ final class HTTPListener: @unchecked Sendable {
     private let epfd: Int32
     private let wakeFD: Int32
     private var connections: [Int32: HTTPConnection] = [:]
+    /// Of `connections`, those from sources outside http-allow-from, kept only to be answered
+    /// 403: at most `refusedLimit`, for `refusedTimeout` seconds, never counted against
+    /// http-max-connections, so refused sources cannot lock allowed ones out.
+    private var refusedConnections = 0
+    static let refusedLimit = 64
+    static let refusedTimeout = 5.0
     private var set: ServingSet
     private var json = JSONDecisionWriter()
 
@@ -110,7 +116,14 @@ final class HTTPListener: @unchecked Sendable {
             do { fd = try Socket.accept(listenFD, address: &storage, flags: Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)) } catch {
                 return
             }
-            if connections.count >= set.config.operations.httpMaxConnections {
+            let (ip, _) = withUnsafePointer(to: &storage) { SocketAddress.decode(UnsafeRawPointer($0)) }
+            let allowed = isAllowed(ip)
+            if !allowed && refusedConnections >= HTTPListener.refusedLimit {
+                counters.add(.refusedACL)
+                close(fd)
+                continue
+            }
+            if allowed && connections.count - refusedConnections >= set.config.operations.httpMaxConnections {
                 // Best effort: a fresh socket's send buffer takes this small answer whole.
                 counters.add(.refusedLimit)
                 counters.add(.other, code: 503)
@@ -122,12 +135,13 @@ final class HTTPListener: @unchecked Sendable {
                 close(fd)
                 continue
             }
-            let (ip, _) = withUnsafePointer(to: &storage) { SocketAddress.decode(UnsafeRawPointer($0)) }
-            let connection = HTTPConnection(fd: fd, allowed: isAllowed(ip), now: monotonicNow())
+            let connection = HTTPConnection(fd: fd, allowed: allowed, now: monotonicNow())
             connections[fd] = connection
-            counters.open.store(connections.count, ordering: .relaxed)
-            counters.add(.accepted)
-            if !connection.allowed { counters.add(.refusedACL) }
+            if allowed { counters.add(.accepted) } else {
+                refusedConnections += 1
+                counters.add(.refusedACL)
+            }
+            counters.open.store(connections.count - refusedConnections, ordering: .relaxed)
             watch(fd, Poll.readable | Poll.peerClosed, add: true)
         }
     }
@@ -191,12 +205,15 @@ final class HTTPListener: @unchecked Sendable {
         Poll.remove(epfd, c.fd)
         close(c.fd)
         connections[c.fd] = nil
-        counters.open.store(connections.count, ordering: .relaxed)
+        if !c.allowed { refusedConnections -= 1 }
+        counters.open.store(connections.count - refusedConnections, ordering: .relaxed)
     }
 
     private func sweep(_ now: Double) {
         for c in Array(connections.values) {
-            if c.closing {
+            if !c.allowed, now - c.accepted > HTTPListener.refusedTimeout {
+                drop(c, nil)
+            } else if c.closing {
                 if now - c.closingSince > HTTPListener.requestTimeout { drop(c, nil) }
             } else if c.receivedCount > 0, now - c.requestStarted > HTTPListener.requestTimeout {
                 counters.add(.closedSlow)
@@ -344,6 +361,7 @@ final class HTTPConnection {
 
     let fd: Int32
     let allowed: Bool
+    let accepted: Double
     private var input: [UInt8]
     private(set) var receivedCount = 0
     private var output = PendingOutput()
@@ -361,6 +379,7 @@ final class HTTPConnection {
     init(fd: Int32, allowed: Bool, now: Double) {
         self.fd = fd
         self.allowed = allowed
+        accepted = now
         input = [UInt8](repeating: 0, count: HTTPListener.maxRequestHead)
         lastActivity = now
         requestStarted = now

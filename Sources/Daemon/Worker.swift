@@ -57,6 +57,14 @@ final class Worker: @unchecked Sendable {
     private var udpSockets: [Int32] = []
     private var tcpListeners: [Int32] = []
     private var connections: [Int32: TCPConnection] = [:]
+    /// Of `connections`, those from sources outside allow-from, kept only to be answered 403.
+    private var refusedConnections = 0
+    /// Connections from refused sources (refuse-action = 403) a worker keeps at once, apart from
+    /// tcp-max-connections: they never take an allowed source's place, and past this many they
+    /// are closed at accept.
+    static let refusedConnectionLimit = 64
+    /// Seconds a refused source's connection may stay idle (each request on it is answered 403).
+    static let refusedConnectionTimeout = 5.0
     // Only this worker's thread touches these, and never in overlapping accesses: they opt out
     // of the run-time exclusivity checks that would otherwise run for every message.
     @exclusivity(unchecked) private var set: ServingSet
@@ -283,15 +291,23 @@ final class Worker: @unchecked Sendable {
             do { fd = try Socket.accept(listener, address: &storage, flags: Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)) } catch {
                 return  // EAGAIN, or EMFILE: try again on the next event
             }
-            if connections.count >= set.config.tcpMaxConnections {
+            let (ip, port) = withUnsafePointer(to: &storage) { SocketAddress.decode(UnsafeRawPointer($0)) }
+            // Judged at accept, before the connection holds anything: sources outside
+            // allow-from never take the places of allowed ones (tcp-max-connections).
+            let refused = !set.isAllowed(ip)
+            if refused && (set.config.refusalAction == .drop || refusedConnections >= Worker.refusedConnectionLimit) {
+                counters.add(.tcpRefusedACL)
+                close(fd)
+                continue
+            }
+            if !refused && connections.count - refusedConnections >= set.config.tcpMaxConnections {
                 counters.add(.tcpRefused)
                 close(fd)
                 continue
             }
-            var one: Int32 = 1
-            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            let (ip, port) = withUnsafePointer(to: &storage) { SocketAddress.decode(UnsafeRawPointer($0)) }
-            connections[fd] = TCPConnection(fd: fd, ip: ip, port: port, capacity: maxMessageSize, now: monotonicNow())
+            Socket.setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+            connections[fd] = TCPConnection(fd: fd, ip: ip, port: port, capacity: maxMessageSize, now: monotonicNow(), refused: refused)
+            if refused { refusedConnections += 1 }
             if proxy != nil {
                 peerIndex[PeerKey(ip: ip, port: port)] = fd
                 ProxyHub.shared.connected(PeerKey(ip: ip, port: port), worker: index)
@@ -374,6 +390,7 @@ final class Worker: @unchecked Sendable {
         Poll.remove(epfd, connection.fd)
         close(connection.fd)
         connections[connection.fd] = nil
+        if connection.refused { refusedConnections -= 1 }
         if proxy != nil {
             let key = PeerKey(ip: connection.ip, port: connection.port)
             if peerIndex[key] == connection.fd { peerIndex[key] = nil }
@@ -399,7 +416,9 @@ final class Worker: @unchecked Sendable {
     private func sweep(_ now: Double) {
         let idle = Double(set.config.tcpIdleTimeout)
         for connection in Array(connections.values) {
-            if connection.receivedCount > 0, now - connection.messageStarted > TCPConnection.messageTimeout {
+            if connection.refused, now - connection.lastActivity > Worker.refusedConnectionTimeout {
+                drop(connection, .tcpClosedIdle)
+            } else if connection.receivedCount > 0, now - connection.messageStarted > TCPConnection.messageTimeout {
                 drop(connection, .tcpClosedSlow)
             } else if now - connection.lastActivity > idle {
                 drop(connection, .tcpClosedIdle)
@@ -418,6 +437,8 @@ final class TCPConnection {
     let fd: Int32
     let ip: IPAddress
     let port: UInt16
+    /// From a source outside allow-from: its requests are answered 403; closed after 5 s idle.
+    let refused: Bool
     private var input: UnsafeMutableRawPointer
     private let inputCapacity: Int
     private(set) var receivedCount = 0
@@ -426,10 +447,11 @@ final class TCPConnection {
     private(set) var messageStarted: Double
     private(set) var peerClosed = false
 
-    init(fd: Int32, ip: IPAddress, port: UInt16, capacity: Int, now: Double) {
+    init(fd: Int32, ip: IPAddress, port: UInt16, capacity: Int, now: Double, refused: Bool = false) {
         self.fd = fd
         self.ip = ip
         self.port = port
+        self.refused = refused
         // Room for a whole message of the maximum size, plus one byte so that
         // an oversized one is seen as such by the framer.
         inputCapacity = capacity + 1

@@ -57,8 +57,46 @@ final class AccessControlTests: DaemonTestCase {
         if case .message(let m) = tcp.receive(timeout: 0.3) { XCTFail("answered over TCP: \(String(decoding: m, as: UTF8.self))") }
 
         let after = try stats(daemon)
-        XCTAssertEqual(after[#"lookupd_refused_total{reason="acl_dropped"}"#] - before[#"lookupd_refused_total{reason="acl_dropped"}"#], 4, after.text)
+        XCTAssertEqual(after[#"lookupd_refused_total{reason="acl_dropped"}"#] - before[#"lookupd_refused_total{reason="acl_dropped"}"#], 3, after.text)
+        // The TCP connection was closed at accept, before its request was read.
+        XCTAssertEqual(after[#"lookupd_tcp_connections_total{event="refused_acl"}"#], 1, after.text)
+        XCTAssertEqual(tcp.receive(timeout: 1), .closed)
         XCTAssertEqual(after[#"lookupd_responses_total{code="403"}"#] - before[#"lookupd_responses_total{code="403"}"#], 0)
         XCTAssertEqual(after[#"lookupd_verdicts_total{verdict="blocked"}"#] - before[#"lookupd_verdicts_total{verdict="blocked"}"#], 1)
+    }
+
+    /// D3: 300 idle TCP connections from a refused source never take an allowed PBX's place:
+    /// with refuse-action = drop they are closed at accept; with 403 at most 64 per worker are
+    /// kept for their answers (until 5 s idle) and the rest closed at accept; tcp-max-connections (16 per
+    /// worker, more than the 8 allowed connections however the kernel spreads them) is the
+    /// allowed sources' alone.
+    func testIdleRefusedConnectionsDoNotLockOutTheAllowedPBX() throws {
+        for action in ["drop", "403"] {
+            let daemon = try startDaemon(["allow-from = 127.0.0.2/32", "refuse-action = \(action)", "tcp-max-connections = 16", "workers = 2"],
+                                         name: "acl-\(action)", readyFrom: "127.0.0.2")
+            let port = daemon.port
+            var idle: [TCPPeer] = []
+            for _ in 0..<300 { idle.append(try TCPPeer(to: port, from: "127.0.0.1")) }
+            var pbx: [TCPPeer] = []
+            for i in 0..<8 {
+                let peer = try TCPPeer(to: port, from: "127.0.0.2")
+                XCTAssertEqual(peer.exchange(invite(from: "<sip:\(Caller.fraud)@pbx.example>", port: port, transport: "TCP"), timeout: 5)?.statusLine,
+                               "603 Decline", "\(action): allowed connection \(i)")
+                pbx.append(peer)
+            }
+            let stats = try stats(daemon)
+            let kept = stats[#"lookupd_tcp_connections_total{event="accepted"}"#] - 8
+            XCTAssertEqual(stats[#"lookupd_tcp_connections_total{event="refused_acl"}"#], 300 - kept, "\(action)\n\(stats.text)")
+            XCTAssertEqual(stats[#"lookupd_tcp_connections_total{event="refused_limit"}"#], 0, "\(action)\n\(stats.text)")
+            if action == "drop" { XCTAssertEqual(kept, 0, "drop: none kept") } else { XCTAssertLessThanOrEqual(kept, 2 * 64, "403: at most 64 per worker") }
+            if action == "403" {
+                // A kept one that asks gets its 403 (each time it asks), and is closed once idle.
+                let asking = idle.first { $0.receive(timeout: 0.01) == .timeout }!
+                XCTAssertEqual(asking.exchange(options(port: port, transport: "TCP"))?.statusLine, "403 Forbidden")
+                XCTAssertEqual(asking.exchange(options(port: port, transport: "TCP"))?.statusLine, "403 Forbidden")
+                XCTAssertEqual(asking.receive(timeout: 10), .closed)
+            }
+            XCTAssertTrue(eventually(timeout: 15) { idle.allSatisfy { $0.receive(timeout: 0.01) == .closed } }, "\(action): every refused connection ends")
+        }
     }
 }

@@ -200,6 +200,38 @@ final class HTTPTests: DaemonTestCase {
         XCTAssertEqual(metrics[#"lookupd_http_requests_total{endpoint="/lookup",code="403"}"#], 1, metrics.text)
     }
 
+    /// D2: 300 idle connections from a refused source do not take the places of allowed
+    /// clients: refused connections are judged at accept, at most 64 are kept (for their 403,
+    /// 5 s at most) and the rest closed at once, none counted against http-max-connections.
+    func testIdleRefusedConnectionsDoNotLockOutAllowedClients() throws {
+        let (_, port) = try startHTTPDaemon(["http-max-connections = 8", "http-allow-from = 127.0.0.2/32"])
+        var idle: [HTTPConnectionPeer] = []
+        for _ in 0..<300 { idle.append(try HTTPConnectionPeer(port: port, from: "127.0.0.1")) }
+        // The allowed clients are served at once, as many as http-max-connections allows.
+        var held: [HTTPConnectionPeer] = []
+        let started = monotonicSeconds()
+        for _ in 0..<8 {
+            let peer = try HTTPConnectionPeer(port: port, from: "127.0.0.2")
+            peer.send("GET /lookup?number=%2B8613800138000 HTTP/1.1\r\nHost: x\r\n\r\n")
+            XCTAssertEqual(peer.response()?.status, 200, "an allowed client is served")
+            held.append(peer)
+        }
+        XCTAssertLessThan(monotonicSeconds() - started, 5, "no allowed client waited for the refused ones")
+        held[0].send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        let metrics = Stats(try XCTUnwrap(held[0].response()).text)
+        XCTAssertEqual(metrics["lookupd_http_connections_open"], 8, metrics.text)
+        XCTAssertEqual(metrics[#"lookupd_http_connections_total{event="refused_acl"}"#], 300, metrics.text)
+        XCTAssertEqual(metrics[#"lookupd_http_connections_total{event="refused_limit"}"#], 0, metrics.text)
+        // Past 64, refused connections were closed at accept; the 64 kept go within 5 s.
+        let closedAtOnce = idle.filter { $0.closes(timeout: 0.05) }.count
+        XCTAssertGreaterThanOrEqual(closedAtOnce, 300 - HTTPListenerLimits.refused, "closed at accept")
+        XCTAssertTrue(eventually(timeout: 10) { idle.allSatisfy { $0.closes(timeout: 0.01) } }, "the kept ones are closed after their time")
+        // A refused source that does ask still gets its 403.
+        let asking = try HTTPConnectionPeer(port: port, from: "127.0.0.1")
+        asking.send("GET /lookup?number=%2B8613800138000 HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(asking.response()?.status, 403)
+    }
+
     func testATakenOrMalformedHTTPListenStopsTheStart() throws {
         // Held by someone else: the daemon refuses to start and says why.
         let blocker = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -220,4 +252,9 @@ final class HTTPTests: DaemonTestCase {
         XCTAssertEqual(check.status, 1)
         XCTAssertTrue(check.stderr.contains("bad.conf:1: http-listen: expected HOST:PORT"), check.stderr)
     }
+}
+
+/// The listener's bounds the tests check against (HTTPListener.refusedLimit).
+enum HTTPListenerLimits {
+    static let refused = 64
 }
