@@ -1,5 +1,5 @@
-import SystemCalls
 import Glibc
+import SystemCalls
 
 /// The control socket: a Unix stream socket taking one command line per
 /// connection (`stats`, `reload`, `ping`) and answering with text.
@@ -15,18 +15,17 @@ final class ControlServer {
         self.path = path
         // A socket file left by a daemon that died: remove it, unless a live
         // daemon still answers on it.
-        var st = stat()
-        if lstat(path, &st) == 0 {
+        if let st = FileSystem.statusIfPresent(path, followLinks: false) {
             // Only ever remove a socket: a typo in control-socket must not
             // delete someone's file.
-            guard (st.st_mode & S_IFMT) == S_IFSOCK else {
+            guard st.kind == .socket else {
                 throw SystemError("control socket \(path): the path exists and is not a socket", EEXIST)
             }
             if ControlClient.isAlive(path) { throw SystemError("control socket \(path): another lookupd is running", EADDRINUSE) }
-            unlink(path)
+            FileSystem.removeIfPresent(path)
         }
         let folder = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
-        if !folder.isEmpty, access(folder, F_OK) != 0 { mkdir(folder, 0o750) }
+        if !folder.isEmpty, !FileSystem.exists(folder) { try? FileSystem.makeFolder(folder) }
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SystemError("control socket") }
         let bound: Int32
@@ -49,46 +48,129 @@ final class ControlServer {
     }
 
     func shutdown() {
+        for client in clients.values { client.fd.close() }
+        clients = [:]
         close(fd)
-        unlink(path)
+        FileSystem.removeIfPresent(path)
     }
 
-    /// Serves every pending connection: reads one line (briefly), answers, closes.
-    func acceptAll(_ handle: (String) -> String) {
-        while true {
-            guard let client = try? Socket.accept(fd) else { return }
-            defer { close(client) }
-            // A client that connects and says nothing, or trickles its line a
-            // byte at a time, must not hang the daemon: this loop also handles
-            // the signals, so the whole line gets one second, not each byte.
-            var timeout = timeval(tv_sec: 2, tv_usec: 0)
-            setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            var line = [UInt8]()
-            var byte: UInt8 = 0
-            let deadline = monotonicNow() + 1
-            while line.count < 256 {
-                let left = deadline - monotonicNow()
-                if left <= 0 { break }
-                var ready = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
-                let polled = poll(&ready, 1, Int32(left * 1000) + 1)
-                if polled < 0 && errno == EINTR { continue }
-                if polled <= 0 { break }
-                let n = read(client, &byte, 1)
-                if n <= 0 || byte == 0x0A { break }
-                line.append(byte)
-            }
-            let command = String(decoding: line, as: UTF8.self).trimmingCharacters(in: " \r\t")
-            var answer = handle(command)
-            answer.withUTF8 { bytes in
-                var offset = 0
-                while offset < bytes.count {
-                    let n = write(client, bytes.baseAddress! + offset, bytes.count - offset)
-                    if n <= 0 { break }
-                    offset += n
+    // MARK: - Clients, served without ever waiting on one
+
+    /// One connected client: its command line as it arrives, then its answer as the socket
+    /// takes it. Nothing the control loop does waits for a client: a silent or slow one only
+    /// holds its own place, for `lineTimeout` seconds to say its line and `writeTimeout` to
+    /// take its answer.
+    final class Client {
+        let fd: FileDescriptor
+        let id: Int
+        var line: [UInt8] = []
+        var output = PendingOutput()
+        /// Waiting for an answer computed elsewhere (a reload): nothing is read meanwhile.
+        var waiting = false
+        var answered = false
+        var deadline: Double
+
+        init(fd: FileDescriptor, id: Int, now: Double) {
+            self.fd = fd
+            self.id = id
+            deadline = now + ControlServer.lineTimeout
+        }
+    }
+
+    static let lineTimeout = 1.0
+    static let writeTimeout = 5.0
+    /// Clients served at once; past this, the oldest still silent one is closed.
+    static let maxClients = 32
+    static let maxLine = 256
+
+    private var clients: [Int32: Client] = [:]
+    private var nextID = 0
+
+    func owns(_ descriptor: Int32) -> Bool { clients[descriptor] != nil }
+
+    /// Accepts every pending connection (non-blocking) into `epfd`.
+    func acceptAll(epfd: Int32) {
+        while let client = try? Socket.accept(fd, flags: Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)) {
+            if clients.count >= ControlServer.maxClients {
+                // Full of clients that have not said their line: the oldest of those makes room,
+                // so silent clients cannot keep `lookupd stats` or `reload` out.
+                guard let oldest = clients.values.filter({ !$0.waiting && !$0.answered }).min(by: { $0.id < $1.id }) else {
+                    close(client)
+                    continue
                 }
+                drop(oldest, epfd: epfd)
+            }
+            nextID += 1
+            clients[client] = Client(fd: FileDescriptor(rawValue: client), id: nextID, now: monotonicNow())
+            Poll.add(epfd, client, Poll.readable | Poll.peerClosed)
+        }
+    }
+
+    /// Reads what a client sent; once its line is complete (LF, `maxLine` bytes, or the end of
+    /// its input), `handle` gives the answer, or nil when it will come later (`answer(id:)`).
+    func serve(_ descriptor: Int32, epfd: Int32, _ handle: (String, Int) -> String?) {
+        guard let client = clients[descriptor] else { return }
+        if client.answered { return flush(client, epfd: epfd) }
+        var complete = false
+        var chunk = [UInt8](repeating: 0, count: ControlServer.maxLine)
+        if client.waiting {
+            // Only a hang-up is of interest now; anything more it sends is not a command.
+            let n = try? chunk.withMutableBytes { (raw) throws(Errno) in try client.fd.read(into: raw) }
+            if n == 0 { drop(client, epfd: epfd) }
+            return
+        }
+        while !complete {
+            let n: Int
+            do { n = try chunk.withMutableBytes { (raw) throws(Errno) in try client.fd.read(into: raw) } } catch {
+                if error == .wouldBlock { break }
+                return drop(client, epfd: epfd)
+            }
+            if n == 0 { complete = true; break }
+            for b in chunk[0..<n] {
+                if b == 0x0A || client.line.count >= ControlServer.maxLine { complete = true; break }
+                client.line.append(b)
             }
         }
+        if complete { take(client, epfd: epfd, handle) }
+    }
+
+    /// Delivers an answer computed later to the client `id` (gone clients are skipped).
+    func answer(id: Int, _ text: String, epfd: Int32) {
+        guard let client = clients.values.first(where: { $0.id == id }) else { return }
+        client.waiting = false
+        reply(client, text, epfd: epfd)
+    }
+
+    /// Closes clients past their deadline; a client that sent part of a line by then has it
+    /// taken as its command, as a line cut short.
+    func sweep(epfd: Int32, now: Double, _ handle: (String, Int) -> String?) {
+        for client in Array(clients.values) where now >= client.deadline && !client.waiting {
+            if client.answered { drop(client, epfd: epfd) } else { take(client, epfd: epfd, handle) }
+        }
+    }
+
+    private func take(_ client: Client, epfd: Int32, _ handle: (String, Int) -> String?) {
+        let command = String(decoding: client.line, as: UTF8.self).trimmingCharacters(in: " \r\t")
+        if let answer = handle(command, client.id) { reply(client, answer, epfd: epfd) } else { client.waiting = true }
+    }
+
+    private func reply(_ client: Client, _ text: String, epfd: Int32) {
+        client.output.append(Array(text.utf8))
+        client.answered = true
+        client.deadline = monotonicNow() + ControlServer.writeTimeout
+        Poll.modify(epfd, client.fd.rawValue, Poll.writable)
+        flush(client, epfd: epfd)
+    }
+
+    private func flush(_ client: Client, epfd: Int32) {
+        guard client.answered else { return }
+        if !client.output.flush(to: client.fd.rawValue) || client.output.isEmpty { drop(client, epfd: epfd) }
+    }
+
+    private func drop(_ client: Client, epfd: Int32) {
+        Poll.remove(epfd, client.fd.rawValue)
+        client.fd.close()
+        clients[client.fd.rawValue] = nil
     }
 }
 

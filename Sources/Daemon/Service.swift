@@ -24,9 +24,12 @@ public final class Service {
 
     private let options: Options
     private let logger: Logger
-    private var loader: ServingSetLoader
+    private let loader: ServingSetLoader
     private var current: CurrentSet
-    private var journals: JournalWatcher
+    private let journals: JournalWatcher
+    /// Reloads and journal polling, off the control loop (started by `run`).
+    private var reloads: ReloadThread?
+    private var reloadThread: pthread_t?
     private let stop = StopFlag()
     private var workers: [Worker] = []
     private var threads: [pthread_t] = []
@@ -129,6 +132,23 @@ public final class Service {
             guard rc == 0 else { throw ServiceError("cannot start the HTTP thread: \(String(cString: strerror(rc)))") }
             httpThread = thread
         }
+        do {
+            let reloader = try ReloadThread(loader: loader, journals: journals, current: current, status: status,
+                                            notifier: notifier, logger: logger, stopFlag: stop)
+            var thread = pthread_t()
+            let rc = pthread_create(&thread, nil, { raw in
+                let reloader = Unmanaged<ReloadThread>.fromOpaque(raw!).takeRetainedValue()
+                reloader.run()
+                return nil
+            }, Unmanaged.passRetained(reloader).toOpaque())
+            guard rc == 0 else { throw ServiceError("cannot start the reload thread: \(String(cString: strerror(rc)))") }
+            reloads = reloader
+            reloadThread = thread
+        } catch let error as ServiceError {
+            throw error
+        } catch {
+            throw ServiceError("\(error)")
+        }
         for worker in workers {
             var thread = pthread_t()
             let context = Unmanaged.passRetained(worker).toOpaque()
@@ -153,42 +173,43 @@ public final class Service {
         stop.set()
         for worker in workers { worker.wake() }
         http?.wake()
+        reloads?.wake()
         for thread in threads { pthread_join(thread, nil) }
         if let httpThread { pthread_join(httpThread, nil) }
+        if let reloadThread { pthread_join(reloadThread, nil) }
         http = nil
         workers = []
         logger.notice("stopped")
         return 0
     }
 
+    /// Signals, the control socket and the watchdog. Nothing here waits: a reload runs on the
+    /// reload thread and its answer is delivered when it is done, and a control client is
+    /// served as its bytes come (`ControlServer`), so `lookupd stats`, SIGTERM and the
+    /// watchdog are answered whatever a reload or a client is doing.
     private func controlLoop(signals: SignalDescriptor) {
         let epfd = (try? Poll.create()) ?? -1
         defer { close(epfd) }
         Poll.add(epfd, signals.fd, Poll.readable)
         if let control { Poll.add(epfd, control.fd, Poll.readable) }
+        if let reloads { Poll.add(epfd, reloads.finishedFD, Poll.readable) }
         let watchdog = notifier.watchdogInterval.map { $0 / 2 }
         var lastPing = monotonicNow()
-        var lastJournalPoll = monotonicNow()
-        var events = [PollEvent](repeating: PollEvent(), count: 8)
+        var events = [PollEvent](repeating: PollEvent(), count: 16)
         while true {
-            let timeout = Int32(min(watchdog ?? 1.0, JournalWatcher.interval) * 1000)
+            let timeout = Int32(min(watchdog ?? 1.0, 0.25) * 1000)
             let n = Poll.wait(epfd, &events, timeout: timeout)
             if let watchdog, monotonicNow() - lastPing >= watchdog {
                 notifier.send("WATCHDOG=1")
                 lastPing = monotonicNow()
             }
-            if monotonicNow() - lastJournalPoll >= JournalWatcher.interval {
-                lastJournalPoll = monotonicNow()
-                if let updated = journals.poll(current.get(), derive: loader.derive) { current.replace(updated) }
-            }
-            guard n > 0 else { continue }
-            for i in 0..<Int(n) {
+            for i in 0..<n {
                 let fd = events[i].descriptor
                 if fd == signals.fd {
                     for signal in signals.pending() {
                         switch signal {
                         case SIGHUP:
-                            _ = reload(trigger: "SIGHUP")
+                            reloads?.request("SIGHUP", client: nil)
                         case SIGTERM, SIGINT:
                             logger.notice("received \(signal == SIGTERM ? "SIGTERM" : "SIGINT"), stopping")
                             return
@@ -196,52 +217,30 @@ public final class Service {
                             break
                         }
                     }
+                } else if let reloads, fd == reloads.finishedFD {
+                    for done in reloads.takeFinished() {
+                        if let client = done.client { control?.answer(id: client, done.answer + "\n", epfd: epfd) }
+                    }
                 } else if let control, fd == control.fd {
-                    control.acceptAll { command in handle(command) }
+                    control.acceptAll(epfd: epfd)
+                } else if let control, control.owns(fd) {
+                    control.serve(fd, epfd: epfd) { command, client in handle(command, client: client) }
                 }
             }
+            control?.sweep(epfd: epfd, now: monotonicNow()) { command, client in handle(command, client: client) }
         }
     }
 
-    /// Loads a new set and swaps it in; on failure the old one stays.
-    func reload(trigger: String) -> String {
-        notifier.reloading()
-        let started = monotonicNow()
-        defer { notifier.send("READY=1\nSTATUS=serving") }
-        do {
-            let loaded = try loader.load()
-            let old = current.get().config
-            if loaded.set.config.listen != old.listen || loaded.set.config.workers != old.workers
-                || loaded.set.config.controlSocket != old.controlSocket || loaded.set.config.maxMessageSize != old.maxMessageSize
-                || loaded.set.config.stateDirectory != old.stateDirectory
-                || loaded.set.config.operations.httpListen != old.operations.httpListen
-                || loaded.set.config.operations.logFile != old.operations.logFile
-                || loaded.set.config.operations.logFileMaxSize != old.operations.logFileMaxSize
-                || loaded.set.config.operations.logFileKeep != old.operations.logFileKeep
-                || loaded.set.config.mode != old.mode || loaded.set.config.proxy.upstream != old.proxy.upstream {
-                logger.warning("reload: listen, workers, control-socket, state-directory, max-message-size, http-listen, log-file, mode and upstream changes take effect on restart")
-            }
-            for warning in loaded.warnings { logger.warning("contacts: \(warning)") }
-            current.replace(journals.attach(loaded.set))
-            status.reloaded()
-            let message = "reloaded (\(trigger)) generation \(loaded.set.generation) in \(Int((monotonicNow() - started) * 1000)) ms: \(Service.describe(loaded.set))"
-            logger.notice(message)
-            return message
-        } catch {
-            status.reloadFailed(error.description)
-            let message = "reload (\(trigger)) failed, still serving generation \(current.generation): \(error)"
-            logger.error(message)
-            return "error: " + message
-        }
-    }
-
-    private func handle(_ command: String) -> String {
+    /// The answer to a control command, or nil when it comes later (a reload).
+    private func handle(_ command: String, client: Int) -> String? {
         switch command {
         case "stats":
             return Service.metricsText(workers: workers, set: current.get(), status: status, log: logSink,
                                        http: http == nil ? nil : httpCounters, httpLatency: http == nil ? nil : httpLatency)
         case "reload":
-            return reload(trigger: "control socket") + "\n"
+            guard let reloads else { return "error: no reload thread\n" }
+            reloads.request("control socket", client: client)
+            return nil
         case "ping":
             return "pong\n"
         default:

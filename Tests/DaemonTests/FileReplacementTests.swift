@@ -265,4 +265,108 @@ final class FileReplacementTests: DaemonTestCase {
         XCTAssertEqual(peer.exchange(invite(from: "<sip:+8613900000042@pbx.example>", port: daemon.port), port: daemon.port)?
             .header("X-Caller-Label"), Answer.quoted("Contact number 42"))
     }
+
+    // MARK: - Files that block, never end or are huge (issue 13: D4, D5, D6)
+
+    /// Replaces `target` (after removing it) by a FIFO, a link to /dev/zero or a sparse file of
+    /// `size` bytes; returns what the reload must say.
+    private func replace(_ target: String, with kind: String, size: Int = 2 << 30) -> String {
+        unlink(target)
+        switch kind {
+        case "fifo":
+            XCTAssertEqual(mkfifo(target, 0o644), 0)
+            return "not a regular file (a FIFO)"
+        case "zero":
+            XCTAssertEqual(symlink("/dev/zero", target), 0)
+            return "not a regular file (a character device)"
+        default:
+            let fd = open(target, O_WRONLY | O_CREAT, 0o644)
+            XCTAssertEqual(ftruncate(fd, off_t(size)), 0)
+            close(fd)
+            return "more than the"
+        }
+    }
+
+    /// D4, D5: the contacts list or lookupd.conf replaced by a FIFO, by /dev/zero or by a
+    /// 2 GiB file: SIGHUP and `lookupd reload` fail at once naming the file and why, the
+    /// control loop keeps answering `stats` within a second, memory stays bounded, and
+    /// SIGTERM still stops the daemon.
+    func testContactsOrConfigThatBlockOrNeverEndFailTheReloadAtOnce() throws {
+        let daemon = try startDaemon(["log-level = notice"])
+        let baseline = try XCTUnwrap(Vitals(pid: daemon.pid))
+        let contacts = path("contacts.vcf")
+        let saved = [contacts: readText(contacts), daemon.configPath: readText(daemon.configPath)]
+        var failures = 0
+        for target in [contacts, daemon.configPath] {
+            for kind in ["fifo", "zero", "huge"] {
+                let what = "\(URL(fileURLWithPath: target).lastPathComponent) replaced by \(kind)"
+                let reason = replace(target, with: kind)
+                daemon.signal(SIGHUP)
+                let stats = ControlPeer.timed(daemon.controlSocket, "stats")
+                XCTAssertNotNil(stats.answer, "\(what): stats unanswered")
+                XCTAssertLessThan(stats.seconds, 1, "\(what): stats took \(stats.seconds) s")
+                let reload = ControlPeer.timed(daemon.controlSocket, "reload")
+                XCTAssertLessThan(reload.seconds, 2, "\(what): the reload took \(reload.seconds) s")
+                XCTAssertTrue(reload.answer?.contains("failed, still serving generation 1: \(target)") ?? false, "\(what): \(reload.answer ?? "nothing")")
+                XCTAssertTrue(reload.answer?.contains(reason) ?? false, "\(what): \(reload.answer ?? "nothing")")
+                failures += 2
+                assertServing(daemon, what)
+                unlink(target)
+                write(URL(fileURLWithPath: target).lastPathComponent, saved[target]!)
+            }
+        }
+        // A SIGHUP and a `reload` arriving together are answered by one reload.
+        XCTAssertTrue(eventually(timeout: 10) { ((try? self.stats(daemon))?["lookupd_reload_failures_total"] ?? 0) >= failures / 2 })
+        assertBounded(daemon, since: baseline, "after files that block or never end")
+        XCTAssertEqual(try lookupd(["reload", "--config", daemon.configPath]).status, 0)
+        let stop = terminate(daemon)
+        XCTAssertEqual(stop.status, 0)
+        XCTAssertLessThan(stop.seconds, 5)
+    }
+
+    /// D6: a 2 GiB sparse file at a directory's path is refused from its header, before
+    /// anything is copied; one whose header claims 512 MiB and checks out is copied into the
+    /// state directory off the control loop, which answers `stats` within a second all the
+    /// while, and is then refused by its content checksum.
+    func testAHugeDirectoryFileIsJudgedBeforeItIsCopied() throws {
+        let daemon = try startDaemon(["log-level = notice"])
+        let baseline = try XCTUnwrap(Vitals(pid: daemon.pid))
+        let good = [UInt8](FileManager.default.contents(atPath: configured)!)
+        _ = replace(configured, with: "huge")
+        let refused = ControlPeer.timed(daemon.controlSocket, "reload")
+        XCTAssertLessThan(refused.seconds, 1, "refused from the header: \(refused.seconds) s")
+        XCTAssertTrue(refused.answer?.contains("\(configured): not a lookupd directory") ?? false, refused.answer ?? "nothing")
+        assertBounded(daemon, since: baseline, "after a 2 GiB sparse directory file")
+
+        guard !underSanitizer else { return }  // copying 512 MiB under a sanitizer proves nothing more
+        // A header that passes every check and claims 512 MiB of label data.
+        var header = Array(good.prefix(256))
+        func get64(_ o: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(header[o + $1]) << (8 * UInt64($1)) } }
+        func put64(_ o: Int, _ v: UInt64) { for i in 0..<8 { header[o + i] = UInt8(truncatingIfNeeded: v >> (8 * UInt64(i))) } }
+        let claimed: UInt64 = 512 << 20
+        put64(112, get64(112) + claimed - get64(16))
+        put64(16, claimed)
+        let checksum = header.withUnsafeBytes { XXH64.hash(UnsafeRawBufferPointer(rebasing: $0[0..<248])) }
+        put64(248, checksum)
+        unlink(configured)
+        write("main.lkd", Data(header + good.dropFirst(256)))
+        XCTAssertEqual(truncate(configured, off_t(claimed)), 0)
+        daemon.signal(SIGHUP)
+        var slowest = 0.0, answeredWhileCopying = 0
+        let deadline = monotonicSeconds() + 120
+        while monotonicSeconds() < deadline {
+            let stats = ControlPeer.timed(daemon.controlSocket, "stats")
+            slowest = max(slowest, stats.seconds)
+            guard let text = stats.answer else { XCTFail("stats unanswered during the copy"); break }
+            if Stats(text)["lookupd_reload_failures_total"] == 2 { break }
+            answeredWhileCopying += 1
+            usleep(100_000)
+        }
+        print("D6: stats answered \(answeredWhileCopying) times while 512 MiB were copied and checked; slowest \(slowest) s")
+        XCTAssertLessThan(slowest, 1, "the control loop waited for the copy")
+        XCTAssertGreaterThan(answeredWhileCopying, 0, "the copy took no time at all: the test proved nothing")
+        XCTAssertTrue(daemon.stderr.contains("\(configured): content checksum mismatch"), String(daemon.stderr.suffix(2000)))
+        assertServing(daemon, "after a 512 MiB directory that failed its checksum")
+        assertServes(daemon, version: 1, "after a 512 MiB directory that failed its checksum")
+    }
 }

@@ -125,3 +125,70 @@ func raiseOwnFileLimit() -> Int {
 /// The ASan runtime asks this function before its leak check at exit.
 @_cdecl("__lsan_is_turned_off")
 public func lsanIsTurnedOffInTheTestProcess() -> Int32 { 1 }
+
+/// A deterministic generator (SplitMix64) so random inputs reproduce.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// A raw connection to a daemon's control socket (without the CLI, which reads the config
+/// file to find the socket: a test that replaces the config with a FIFO cannot use it).
+final class ControlPeer {
+    let fd: Int32
+
+    init(_ socketPath: String) throws {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw HarnessError.failed("socket") }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in for (i, b) in socketPath.utf8.enumerated() { raw[i] = b } }
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard rc == 0 else {
+            let e = errno
+            close(fd)
+            throw HarnessError.failed("connect \(socketPath): \(String(cString: strerror(e)))")
+        }
+    }
+
+    deinit { close(fd) }
+
+    /// Sends `command` and reads the whole answer (until the daemon closes), within `timeout`;
+    /// nil when it does not come in time.
+    func run(_ command: String, timeout: Double = 10) -> String? {
+        let line = Array((command + "\n").utf8)
+        guard line.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == line.count else { return nil }
+        var answer: [UInt8] = []
+        let deadline = monotonicSeconds() + timeout
+        while true {
+            let left = deadline - monotonicSeconds()
+            if left <= 0 { return nil }
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            if poll(&poller, 1, Int32(max(1, left * 1000))) <= 0 { continue }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { return String(decoding: answer, as: UTF8.self) }
+            answer += chunk[0..<n]
+        }
+    }
+
+    /// `command` on a fresh connection: the answer and the seconds it took.
+    static func timed(_ socketPath: String, _ command: String, timeout: Double = 10) -> (answer: String?, seconds: Double) {
+        let started = monotonicSeconds()
+        let answer = (try? ControlPeer(socketPath))?.run(command, timeout: timeout)
+        return (answer, monotonicSeconds() - started)
+    }
+}
+
+/// True under scripts/sanitize: tests that are slow and not about memory safety or races
+/// run in the plain pass only.
+var underSanitizer: Bool { ProcessInfo.processInfo.environment["LOOKUPD_SANITIZER"] != nil }

@@ -525,4 +525,40 @@ final class HostileInputTests: DaemonTestCase {
         assertServing(daemon, "after odd numbers and labels")
         assertBounded(daemon, since: baseline, "after odd numbers and labels")
     }
+
+    // MARK: - The control socket (issue 13, D8)
+
+    /// D8: control-socket clients that connect and say nothing hold only their own place: with
+    /// 40 of them connected (more than the 32 served at once), `stats` and `ping` are answered
+    /// within a second, a `lookupd add` is in force within a second, SIGHUP reloads and SIGTERM
+    /// stops at once. (Each used to hold the single control loop for a second.)
+    func testSilentControlClientsDoNotStallTheControlLoop() throws {
+        let daemon = try startDaemon(["log-level = notice"])
+        var silent: [ControlPeer] = []
+        for _ in 0..<40 { silent.append(try ControlPeer(daemon.controlSocket)) }
+        let ping = ControlPeer.timed(daemon.controlSocket, "ping")
+        XCTAssertEqual(ping.answer, "pong\n")
+        XCTAssertLessThan(ping.seconds, 1, "ping took \(ping.seconds) s")
+        let stats = ControlPeer.timed(daemon.controlSocket, "stats")
+        XCTAssertTrue(stats.answer?.contains("lookupd_generation 1") ?? false, stats.answer ?? "nothing")
+        XCTAssertLessThan(stats.seconds, 1, "stats took \(stats.seconds) s")
+
+        // More silent clients keep coming while a change is made.
+        for _ in 0..<40 { silent.append(try ControlPeer(daemon.controlSocket)) }
+        let started = monotonicSeconds()
+        XCTAssertEqual(try lookupd(["add", Caller.unknown, "--block", "--label", "Added Now", "--config", daemon.configPath]).status, 0)
+        let peer = try UDPPeer()
+        let inForce = eventually(timeout: 5) {
+            peer.exchange(invite(from: "<sip:\(Caller.unknown)@pbx.example>", port: daemon.port), port: daemon.port)?
+                .header("X-Caller-Label") == Answer.quoted("Added Now")
+        }
+        XCTAssertTrue(inForce)
+        XCTAssertLessThan(monotonicSeconds() - started, 1.5, "the addition took \(monotonicSeconds() - started) s to be in force")
+
+        daemon.signal(SIGHUP)
+        XCTAssertTrue(eventually(timeout: 3) { Stats(ControlPeer.timed(daemon.controlSocket, "stats").answer ?? "")["lookupd_reloads_total"] == 1 })
+        let stop = terminate(daemon)
+        XCTAssertEqual(stop.status, 0)
+        XCTAssertLessThan(stop.seconds, 2, "SIGTERM waited for silent control clients")
+    }
 }
