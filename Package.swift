@@ -44,27 +44,31 @@ let package = Package(
         .systemLibrary(name: "CZip", path: "Sources/CZip", pkgConfig: "libzip", providers: [.apt(["libzip-dev"])]),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(name: "TextFormats"),
-        .target(name: "Directory", dependencies: ["TextFormats", "SystemCalls", "CIntrinsics"]),
-        .target(name: "Screening", dependencies: ["Directory", "TextFormats"]),
-        .target(name: "SIP", dependencies: ["COSIP", "CSIPLexer", "TextFormats"]),
+        // What untrusted text may carry into a header, a log line or a page: strict UTF-8,
+        // the label rules, the characters that must be escaped. Shared by Directory, SIP and
+        // Daemon so they all apply the same rules.
+        .target(name: "TextRules"),
+        .target(name: "Directory", dependencies: ["TextFormats", "TextRules", "SystemCalls", "CIntrinsics"]),
+        .target(name: "Screening", dependencies: ["Directory", "TextFormats", "TextRules"]),
+        .target(name: "SIP", dependencies: ["COSIP", "CSIPLexer", "TextFormats", "TextRules"]),
         // IP addresses, address blocks, listen and upstream addresses: values, no sockets.
         .target(name: "Addresses"),
-        .target(name: "Configuration", dependencies: ["Addresses", "Directory", "Screening", "SystemCalls", "TextFormats"]),
+        .target(name: "Configuration", dependencies: ["Addresses", "Directory", "Screening", "SystemCalls", "TextFormats", "TextRules"]),
         // What a configuration names, read into values: contacts, directories with their
         // journals, the time zone. Used at start-up and reload (and by the CLI), never per request.
         .target(name: "Loading", dependencies: ["Configuration", "Directory", "Screening", "SystemCalls", "TextFormats"]),
-        .target(name: "Daemon", dependencies: ["Addresses", "SIP", "Screening", "Directory", "Configuration", "Loading", "SystemCalls", "TextFormats", "CIntrinsics", "FeedRecords"]),
+        .target(name: "Daemon", dependencies: ["Addresses", "SIP", "Screening", "Directory", "Configuration", "Loading", "SystemCalls", "TextFormats", "TextRules", "CIntrinsics", "FeedRecords"]),
         // FeedRecords: the feed record file format (STATE-DIRECTORY/feeds/NAME.state), read by
         // the daemon's stats too (no Foundation; files through SystemCalls).
         .target(name: "FeedRecords", dependencies: ["SystemCalls"]),
         .target(name: "Feeds", dependencies: ["FeedRecords", "Configuration", "Directory", "TextFormats", "SystemCalls", "CCurl", "CZlib", "CZip", "CCrypto"]),
-        .executableTarget(name: "lookupd", dependencies: ["Addresses", "Directory", "Screening", "Configuration", "Loading", "Daemon", "Feeds", "FeedRecords", "SystemCalls", "TextFormats"]),
+        .executableTarget(name: "lookupd", dependencies: ["Addresses", "Directory", "Screening", "Configuration", "Loading", "Daemon", "Feeds", "FeedRecords", "SystemCalls", "TextFormats", "TextRules"]),
         .executableTarget(name: "lookupd-bench", dependencies: ["Directory", "Screening"]),
         // Fuzzing (docs/TESTING.md): the targets are a library so the regression
         // tests replay saved inputs through the same code; scripts/fuzz builds
         // lookupd-fuzz with libFuzzer, any other build gets a replayer.
         .target(name: "CFuzzer"),
-        .target(name: "FuzzTargets", dependencies: ["Addresses", "Daemon", "Directory", "Screening", "Configuration", "TextFormats", "CFuzzer"]),
+        .target(name: "FuzzTargets", dependencies: ["Addresses", "Daemon", "Directory", "Screening", "Configuration", "TextFormats", "TextRules", "SIP", "CFuzzer"]),
         .executableTarget(name: "lookupd-fuzz", dependencies: ["FuzzTargets", "CFuzzer"]),
         // What every test target shares (Tests/TestSupport): the seeded
         // generator, temporary folders, the built programs' locations, child
@@ -74,7 +78,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["CTestSupport"], path: "Tests/TestSupport"),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls", "TestSupport"]),
         .testTarget(name: "TextFormatsTests", dependencies: ["TextFormats", "TestSupport"]),
-        .testTarget(name: "DirectoryTests", dependencies: ["Directory", "TextFormats", "SystemCalls", "TestSupport"]),
+        .testTarget(name: "DirectoryTests", dependencies: ["Directory", "TextFormats", "TextRules", "SystemCalls", "TestSupport"]),
         .testTarget(name: "ScreeningTests", dependencies: ["Screening", "Directory", "Configuration", "Loading", "Addresses", "TextFormats", "TestSupport"]),
         .testTarget(name: "SIPTests", dependencies: ["SIP", "CSIPLexer", "TestSupport"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "SIP", "Screening", "Directory", "Configuration", "Loading", "Addresses", "lookupd", "TestSupport"]),

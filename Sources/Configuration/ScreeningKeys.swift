@@ -2,6 +2,7 @@ import Directory
 import Glibc
 import Screening
 import SystemCalls
+import TextRules
 
 extension ConfigKey {
     /// A caller policy: `allow | block | label [TEXT] [active=WINDOWS]`.

@@ -2,6 +2,7 @@ import Configuration
 import Glibc
 import Synchronization
 import SystemCalls
+import TextRules
 
 /// Where the answering threads' log lines go: a bounded buffer per
 /// destination (standard error, the decision log file) that a writer
@@ -387,20 +388,59 @@ struct DecisionLine {
         if format == .json { bytes.append(UInt8(ascii: "}")) }
     }
 
-    /// Quoted when the value holds spaces, quotes, backslashes, `=`, control
-    /// characters or is empty; as `LogBuffer.field` writes them.
+    /// A text-format value: as it is when it is plain, else quoted with `"` and `\` escaped,
+    /// control bytes as `\xNN`, bytes that are not UTF-8 as `\xNN`, and the characters that
+    /// could reorder or break what a terminal shows (C1 controls, line separators,
+    /// bidirectional controls and marks) as `\u{XXXX}`. Untrusted text cannot end the line,
+    /// forge a field or turn what follows it around.
     static func appendTextValue(_ value: UnsafeRawBufferPointer, to bytes: inout [UInt8]) {
-        let plain = !value.isEmpty && !value.contains { $0 <= 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0x3D || $0 == 0x7F }
-        if plain { bytes.append(contentsOf: value); return }
+        if isPlain(value) { bytes.append(contentsOf: value); return }
         bytes.append(0x22)
-        for c in value {
+        var i = 0
+        while i < value.count {
+            let c = value[i]
             switch c {
             case 0x22, 0x5C: bytes.append(0x5C); bytes.append(c)
             case 0..<0x20, 0x7F: appendHex(c, prefix: [0x5C, UInt8(ascii: "x")], to: &bytes)
+            case 0x80...:
+                let n = UTF8Rules.sequenceLength(value, at: i)
+                if n == 0 { appendHex(c, prefix: [0x5C, UInt8(ascii: "x")], to: &bytes); break }
+                let scalar = UTF8Rules.scalar(value, at: i, length: n)
+                if isUnsafe(scalar) {
+                    bytes.append(contentsOf: Array("\\u{".utf8))
+                    bytes.append(contentsOf: Array(String(scalar, radix: 16, uppercase: true).utf8))
+                    bytes.append(UInt8(ascii: "}"))
+                } else {
+                    bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: value[i..<(i + n)]))
+                }
+                i += n
+                continue
             default: bytes.append(c)
             }
+            i += 1
         }
         bytes.append(0x22)
+    }
+
+    /// Printable ASCII without `"`, `\`, `=` or a space, or valid UTF-8 without a character
+    /// that needs escaping.
+    private static func isPlain(_ value: UnsafeRawBufferPointer) -> Bool {
+        guard !value.isEmpty else { return false }
+        var i = 0
+        while i < value.count {
+            let c = value[i]
+            if c <= 0x20 || c == 0x22 || c == 0x5C || c == 0x3D || c == 0x7F { return false }
+            if c < 0x80 { i += 1; continue }
+            let n = UTF8Rules.sequenceLength(value, at: i)
+            if n == 0 || isUnsafe(UTF8Rules.scalar(value, at: i, length: n)) { return false }
+            i += n
+        }
+        return true
+    }
+
+    private static func isUnsafe(_ scalar: UInt32) -> Bool {
+        UnsafeCharacters.isControl(scalar) || UnsafeCharacters.isSeparator(scalar) || UnsafeCharacters.isBidiControl(scalar)
+            || UnsafeCharacters.isBidiMark(scalar)
     }
 
     static func appendJSONEscaped(_ value: UnsafeRawBufferPointer, to bytes: inout [UInt8]) {
@@ -416,11 +456,18 @@ struct DecisionLine {
             case 0x80...:
                 // JSON must be UTF-8: a byte that does not start a valid sequence
                 // (SIP headers may carry anything) becomes U+FFFD.
-                let length = DecisionLine.utf8Length(value, at: i)
+                let length = UTF8Rules.sequenceLength(value, at: i)
                 if length == 0 {
                     bytes.append(contentsOf: [0xEF, 0xBF, 0xBD])
                 } else {
-                    bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: value[i..<(i + length)]))
+                    let scalar = UTF8Rules.scalar(value, at: i, length: length)
+                    if isUnsafe(scalar) {
+                        // \uXXXX: every one of these is in the Basic Multilingual Plane.
+                        let hex = String(scalar, radix: 16)
+                        bytes.append(contentsOf: Array(("\\u" + String(repeating: "0", count: 4 - hex.count) + hex).utf8))
+                    } else {
+                        bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: value[i..<(i + length)]))
+                    }
                     i += length
                     continue
                 }
@@ -428,26 +475,6 @@ struct DecisionLine {
             }
             i += 1
         }
-    }
-
-    /// The length of the valid UTF-8 sequence at `i`, 0 when it is not one.
-    static func utf8Length(_ v: UnsafeRawBufferPointer, at i: Int) -> Int {
-        let c = v[i]
-        let length: Int
-        switch c {
-        case 0xC2...0xDF: length = 2
-        case 0xE0...0xEF: length = 3
-        case 0xF0...0xF4: length = 4
-        default: return 0
-        }
-        guard i + length <= v.count else { return 0 }
-        for k in 1..<length where v[i + k] & 0xC0 != 0x80 { return 0 }
-        let second = v[i + 1]
-        if c == 0xE0 && second < 0xA0 { return 0 }   // overlong
-        if c == 0xED && second > 0x9F { return 0 }   // surrogates
-        if c == 0xF0 && second < 0x90 { return 0 }   // overlong
-        if c == 0xF4 && second > 0x8F { return 0 }   // above U+10FFFF
-        return length
     }
 
     private static func appendHex(_ c: UInt8, prefix: [UInt8], to bytes: inout [UInt8]) {

@@ -46,6 +46,13 @@ public struct LogRecord: Sendable {
                         if next == UInt8(ascii: "x"), i + 3 < bytes.endIndex, let hi = TextInput.hexValue(bytes[i + 2]), let lo = TextInput.hexValue(bytes[i + 3]) {
                             value.append(hi << 4 | lo)
                             i += 4
+                        } else if next == UInt8(ascii: "u"), i + 2 < bytes.endIndex, bytes[i + 2] == UInt8(ascii: "{"),
+                                  let close = bytes[(i + 3)...].prefix(9).firstIndex(of: UInt8(ascii: "}")),
+                                  let v = UInt32(String(decoding: bytes[(i + 3)..<close], as: UTF8.self), radix: 16),
+                                  let scalar = Unicode.Scalar(v) {
+                            // A character the daemon escaped (a bidi control, a C1 control).
+                            value.append(contentsOf: Array(String(Character(scalar)).utf8))
+                            i = close + 1
                         } else {
                             value.append(next)
                             i += 2

@@ -1,4 +1,5 @@
 import TextFormats
+import TextRules
 
 /// What to do when two source lines give the same number different data.
 public enum DuplicatePolicy: String, Sendable, CaseIterable {

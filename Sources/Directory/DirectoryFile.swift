@@ -2,6 +2,7 @@ import CIntrinsics
 import Glibc
 import Synchronization
 import SystemCalls
+import TextRules
 
 /// What a directory says about one number.
 public struct DirectoryEntry: Equatable, Sendable {

@@ -1,4 +1,5 @@
 import Glibc
+import TextRules
 
 /// Constants and layout of the directory file, format versions 1 and 2.
 /// docs/FORMAT.md is the byte-by-byte specification; keep the two in step.
@@ -26,7 +27,7 @@ public enum DirectoryFormat {
     public static let blockShiftRange: ClosedRange<UInt32> = 9...20
     /// Longest label, in UTF-8 bytes. SIP display names travel in every
     /// answer; 255 keeps them within one UDP datagram with room to spare.
-    public static let maxLabelBytes = 255
+    public static let maxLabelBytes = LabelRules.maxBytes
     /// Flag bit 0: exact keys are stored in Eytzinger (breadth-first) order.
     static let flagEytzinger: UInt32 = 1
     /// Most labels a file can hold: the value word keeps the label number in 31 bits.

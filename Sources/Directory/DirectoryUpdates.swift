@@ -1,4 +1,5 @@
 import Glibc
+import TextRules
 
 /// Single-entry changes to a directory through its journal (`lookupd add`,
 /// `lookupd remove`) and folding the journal back into the directory file

@@ -1,5 +1,6 @@
 import Glibc
 import SystemCalls
+import TextRules
 
 /// The content of a directory, ready to be written: exact entries strictly
 /// ascending by number, prefix rules strictly ascending by (length, digits),

@@ -1,4 +1,5 @@
 import Glibc
+import TextRules
 
 /// Constants and encoding of the journal beside a directory file
 /// (`spam.lkd.journal`): the single-entry additions and removals made with

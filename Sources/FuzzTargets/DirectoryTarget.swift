@@ -1,6 +1,7 @@
 import CFuzzer
 import Directory
 import Glibc
+import TextRules
 
 /// directory: the first byte chooses the mode, the rest is a directory file.
 ///

@@ -38,7 +38,7 @@ final class RequestPathTarget: @unchecked Sendable {
     +8613566667779,identify,"\""<sip:evil@example.com>\"""
     +8613511112222,identify,北京市公安局 反诈中心
     +8613511112223,identify,مركز الاتصال
-    +8613511112224,identify,‮evil‬ 👨‍👩‍👧 ﷽
+    +8613511112224,identify,‏evil‎ 👨‍👩‍👧 ﷽
     +8613511112225,identify,\(String(repeating: "长", count: 85))
     01059000000,identify,Beijing Municipal Hospital
     +86170*,block,Virtual Operator Range

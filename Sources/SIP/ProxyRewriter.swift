@@ -1,3 +1,5 @@
+import TextRules
+
 // Stateless proxying (RFC 3261 §16.11) by splicing the received bytes. libosip2's serializer
 // reorders headers, re-cases unknown header names and may touch values, so nothing forwarded is
 // ever re-serialised: header lines are copied as received (line ends normalised to CRLF), only
@@ -351,11 +353,10 @@ private func writeAssertedIdentities(_ value: SIPText, displayName: [UInt8], int
     }
 }
 
-/// A display name the proxy may write: as a label, but up to 512 bytes (a template around it).
+/// A display name the proxy may write: the label rules (a caller's own name with a bidi
+/// override or a C1 control is not written), but up to 512 bytes (a template around it).
 private func validateDisplayName(_ bytes: UnsafeRawBufferPointer) -> Bool {
-    guard !bytes.isEmpty, bytes.count <= 512 else { return false }
-    for b in bytes where isControl(b) { return false }
-    return isValidUTF8(bytes)
+    LabelRules.check(bytes, maxBytes: 512) == nil
 }
 
 /// A Route value naming one of our addresses (host and port, the port defaulting to 5060).

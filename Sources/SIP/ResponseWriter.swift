@@ -1,5 +1,6 @@
 import Glibc
 import TextFormats
+import TextRules
 
 /// Where the request came from: the socket peer, not anything the request claims.
 ///
@@ -54,7 +55,9 @@ public enum SIPLabelRefusal: Sendable, Hashable {
     case empty
     /// More than `SIPResponse.maxLabelBytes` bytes.
     case tooLong
-    /// A byte in 0x00-0x1F or 0x7F: could end the header (CR LF) or confuse the receiver.
+    /// A control character (C0, DEL, C1), a line or paragraph separator or a bidirectional
+    /// control (LabelRules): could end the header (CR LF), confuse the receiver or make the
+    /// phone display something else than was written.
     case controlCharacter
     case invalidUTF8
 }
@@ -428,44 +431,20 @@ struct ByteWriter {
 }
 
 func validateLabel(_ bytes: UnsafeRawBufferPointer) -> SIPLabelRefusal? {
-    if bytes.isEmpty { return .empty }
-    if bytes.count > SIPResponse.maxLabelBytes { return .tooLong }
-    for b in bytes where isControl(b) { return .controlCharacter }
-    return isValidUTF8(bytes) ? nil : .invalidUTF8
+    // The directory's own rules (TextRules.LabelRules), so a header never carries what a
+    // directory would refuse, whatever the label's way in (a journal, a contact list).
+    switch LabelRules.check(bytes, maxBytes: SIPResponse.maxLabelBytes) {
+    case nil: return nil
+    case .empty: return .empty
+    case .tooLong: return .tooLong
+    case .invalidUTF8: return .invalidUTF8
+    case .controlCharacter, .lineSeparator, .bidiControl: return .controlCharacter
+    }
 }
 
 /// Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above U+10FFFF.
-func isValidUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
-    var i = 0
-    let n = bytes.count
-    while i < n {
-        let b0 = bytes[i]
-        if b0 < 0x80 { i += 1; continue }
-        var need: Int
-        var lower: UInt8 = 0x80, upper: UInt8 = 0xBF
-        switch b0 {
-        case 0xC2...0xDF: need = 1
-        case 0xE0: need = 2; lower = 0xA0
-        case 0xE1...0xEC, 0xEE...0xEF: need = 2
-        case 0xED: need = 2; upper = 0x9F
-        case 0xF0: need = 3; lower = 0x90
-        case 0xF1...0xF3: need = 3
-        case 0xF4: need = 3; upper = 0x8F
-        default: return false
-        }
-        guard i + need < n else { return false }
-        let b1 = bytes[i + 1]
-        guard b1 >= lower && b1 <= upper else { return false }
-        var k = 2
-        while k <= need {
-            let b = bytes[i + k]
-            guard b >= 0x80 && b <= 0xBF else { return false }
-            k += 1
-        }
-        i += need + 1
-    }
-    return true
-}
+@inline(__always)
+func isValidUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool { UTF8Rules.isValid(bytes) }
 
 /// No control characters except HTAB (RFC 3261 header values and reason phrases; this is what
 /// keeps CR LF out).

@@ -1,5 +1,6 @@
 import Directory
 import TextFormats
+import TextRules
 
 /// The formats a contacts list can be written in.
 public enum ContactsFormat: String, Sendable, CaseIterable {

@@ -3,6 +3,7 @@ import Directory
 import Glibc
 import Loading
 import Screening
+import TextRules
 
 let addCommand = Command(
     name: "add",

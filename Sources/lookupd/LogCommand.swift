@@ -1,6 +1,7 @@
 import Configuration
 import Daemon
 import Glibc
+import TextRules
 
 let logCommand = Command(
     name: "log",
@@ -216,13 +217,17 @@ struct LogPrinter {
     }
 
     /// Control characters (a display name's escape sequences would otherwise
-    /// reach the operator's terminal) as \xHH.
+    /// reach the operator's terminal) as \xHH; line separators and bidirectional
+    /// controls and marks (which reorder what the terminal shows) as \u{XXXX}.
     static func visible(_ s: String) -> String {
         var out = ""
         for scalar in s.unicodeScalars {
-            if scalar.value < 0x20 || scalar.value == 0x7F || (0x80..<0xA0).contains(scalar.value) {
-                let hex = String(scalar.value, radix: 16)
+            let v = scalar.value
+            if v < 0x20 || v == 0x7F || (0x80..<0xA0).contains(v) {
+                let hex = String(v, radix: 16)
                 out += "\\x" + (hex.count < 2 ? "0" : "") + hex
+            } else if UnsafeCharacters.isSeparator(v) || UnsafeCharacters.isBidiControl(v) || UnsafeCharacters.isBidiMark(v) {
+                out += "\\u{" + String(v, radix: 16, uppercase: true) + "}"
             } else {
                 out.unicodeScalars.append(scalar)
             }

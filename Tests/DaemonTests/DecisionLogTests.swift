@@ -64,6 +64,42 @@ final class DecisionLogTests: DaemonTestCase {
         XCTAssertTrue(none.stderr.contains("sets no log-file"), none.stderr)
     }
 
+    /// D13: a caller's display name with bidirectional controls and bytes that are not UTF-8
+    /// is written escaped, never raw, in the text log (and `lookupd log` shows it escaped and
+    /// reads it back exactly); the JSON log escapes the controls too.
+    func testBidiControlsAndInvalidUTF8AreEscaped() throws {
+        for format in ["text", "json"] {
+            let log = path("bidi-\(format).log")
+            let daemon = try startDaemon(["log-file = \(log)", "log-format = \(format)", "log-level = notice"], name: "bidi-\(format)")
+            let udp = try UDPPeer()
+            // The callee is the Request-URI's user part, %-decoded: a byte that is not UTF-8 and
+            // an override reach the log through it.
+            let message = invite(from: "\"Bank \u{202E}moc.knab\u{2066}x\" <sip:\(Caller.fraud)@pbx.example>", to: "%FF%E2%80%AE1001",
+                                 port: daemon.port, callID: "bidi-1@pbx")
+            XCTAssertEqual(udp.exchange(message, port: daemon.port)?.statusCode, 603)
+            XCTAssertTrue(eventually(timeout: 5) { readText(log).contains("bidi-1@pbx") }, readText(log))
+            let raw = [UInt8](FileManager.default.contents(atPath: log)!)
+            let text = String(decoding: raw, as: UTF8.self)
+            for forbidden: [UInt8] in [[0xE2, 0x80, 0xAE], [0xE2, 0x81, 0xA6], [0xFF]] {
+                XCTAssertNil(raw.firstRange(of: forbidden), "\(format): \(forbidden) written raw: \(text)")
+            }
+            if format == "text" {
+                XCTAssertTrue(text.contains(#" callee="\xff\u{202E}1001" "#), text)
+                XCTAssertTrue(text.contains(#" display-name="Bank \u{202E}moc.knab\u{2066}x""#), text)
+                let shown = try lookupd(["log", "--file", log, "--json"])
+                let record = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any], shown.summary)
+                XCTAssertEqual(record["display-name"] as? String, "Bank \u{202E}moc.knab\u{2066}x", "read back exactly")
+                XCTAssertEqual(record["callee"] as? String, "\u{FFFD}\u{202E}1001", "read back (the bad byte as U+FFFD)")
+                let plain = try lookupd(["log", "--file", log])
+                XCTAssertFalse(plain.stdout.contains("\u{202E}"), "lookupd log never prints a bidi control: \(plain.stdout)")
+                XCTAssertTrue(plain.stdout.contains("\\u{202E}"), plain.stdout)
+            } else {
+                XCTAssertTrue(text.contains(#""display-name":"Bank \u202emoc.knab\u2066x""#), text)
+                XCTAssertTrue(text.contains("\"callee\":\"\u{FFFD}\\u202e1001\""), text)
+            }
+        }
+    }
+
     func testJSONFormat() throws {
         let log = path("decisions.json")
         let daemon = try startDaemon(["log-file = \(log)", "log-format = json"])

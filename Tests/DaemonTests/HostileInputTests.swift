@@ -317,6 +317,9 @@ final class HostileInputTests: DaemonTestCase {
             ("DEL", Array("a\u{7F}b".utf8)), ("NEL", Array("a\u{85}b".utf8)), ("LS", Array("a\u{2028}b".utf8)),
             ("PS", Array("a\u{2029}b".utf8)), ("bad UTF-8", [0x61, 0xC0, 0xAF, 0x62]), ("surrogate", [0x61, 0xED, 0xA0, 0x80]),
             ("256 bytes", Array(String(repeating: "x", count: 256).utf8)),
+            // Bidirectional controls make a phone display what follows them reversed (D13).
+            ("RLO", Array("Bank\u{202E}moc.knab".utf8)), ("LRE", Array("a\u{202A}b".utf8)), ("PDF", Array("a\u{202C}b".utf8)),
+            ("RLI", Array("a\u{2067}b".utf8)), ("PDI", Array("a\u{2069}b".utf8)), ("C1 CSI", Array("a\u{9B}31mb".utf8)),
         ]
         for (i, e) in evil.enumerated() {
             var csv = Array("number,action,label\n+8613566660000,identify,\"".utf8)
@@ -455,7 +458,7 @@ final class HostileInputTests: DaemonTestCase {
         let labels = [
             "Телемаркетинг", "Τηλεμάρκετινγκ", "מוקד טלפוני", "مركز اتصال", "टेलीमार्केटिंग", "টেলিমার্কেটিং", "การตลาดทางโทรศัพท์",
             "电话推销", "電話行銷", "テレマーケティング", "텔레마케팅", "ტელემარკეტინგი", "Հեռախոսային", "ኢትዮጵያ", "ᓄᓇᕗᑦ",
-            "𐌲𐌿𐍄𐌹𐍃𐌺", "👨‍👩‍👧‍👦 Family", "e\u{301}\u{301}\u{301}", "\u{202E}gnp.exe", "zero\u{200B}width", "\u{FEFF}BOM",
+            "𐌲𐌿𐍄𐌹𐍃𐌺", "👨‍👩‍👧‍👦 Family", "e\u{301}\u{301}\u{301}", "\u{200F}מוקד\u{200E} 24", "zero\u{200B}width", "\u{FEFF}BOM",
             "Ǆǅǆ ﬁ", "Z\u{334}\u{321}\u{356}\u{308}algo", String(repeating: "😀", count: 63) + "abc",
         ]
         var csv = "number,action,label\n"

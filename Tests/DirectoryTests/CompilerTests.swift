@@ -1,5 +1,6 @@
 import XCTest
 @testable import Directory
+import TextRules
 
 /// `DirectoryCompiler`: what each source format yields, and every kind of
 /// diagnostic with its exact `file:line`.

@@ -124,6 +124,19 @@ final class ProxyRewriteTests: XCTestCase {
         bytes.replaceSubrange(start..<(start + from.count), with: Array("\"Bad \u{7F} name\"".utf8))
         let (text, _, _) = try forward(bytes, label: "Fraud", format: [.label, .text(" / "), .originalName])
         XCTAssertTrue(text.contains("\r\nFrom: \"Fraud\" <sip:+8613800138000@198.51.100.7>;tag=abc\r\n"), text)
+
+        // D13: a caller name with a bidi override or a C1 control is not written either, and a
+        // label holding one is refused like a line break.
+        for name in ["\"Bank \u{202E}moc.knab\"", "\"x\u{2066}y\"", "\"a\u{85}b\""] {
+            var named = message
+            let start = named.indices.first { named[$0...].starts(with: from) }!
+            named.replaceSubrange(start..<(start + from.count), with: Array(name.utf8))
+            let (t, _, _) = try forward(named, label: "Fraud", format: [.label, .text(" / "), .originalName])
+            XCTAssertTrue(t.contains("\r\nFrom: \"Fraud\" <sip:+8613800138000@198.51.100.7>;tag=abc\r\n"), t)
+        }
+        let (bidi, bidiResult, _) = try forward(message, label: "Bank \u{202E}moc.knab")
+        XCTAssertEqual(bidiResult.labelRefusal, .controlCharacter)
+        XCTAssertFalse(bidi.contains("X-Caller-Label"), bidi)
     }
 
     /// §16.11: a retransmission gets the same branch; the CANCEL and the ACK for a non-2xx

@@ -54,6 +54,18 @@ final class ContactListTests: XCTestCase {
         XCTAssertEqual(emptyWarnings.map(\.description), ["e.csv: empty contacts list"])
     }
 
+    /// D13: a contact name with a bidirectional control (which would reverse what a phone
+    /// shows after it) or a C1 control is skipped with a warning naming the line, as a label is.
+    func testNamesWithBidiControlsAreSkipped() throws {
+        let (list, warnings) = try parseContacts("name,number\nBank \u{202E}moc.knab,+8613800000001\nCSI\u{9B}x,+8613800000002\nMum,+8613911112222\n",
+                                                 name: "c.csv", format: .csv)
+        XCTAssertEqual(list.count, 1)
+        XCTAssertEqual(warnings.map(\.description), [
+            "c.csv:2: contact skipped: name: label contains the bidirectional control U+202E (it reorders what is displayed after it)",
+            "c.csv:3: contact skipped: name: label contains the control character U+009B",
+        ])
+    }
+
     func testDuplicatesAndInvalidNumbersAreWarnings() throws {
         let csv = """
         name,number
