@@ -100,6 +100,37 @@ final class DecisionLogTests: DaemonTestCase {
         }
     }
 
+    /// D14: a decision log on a full disk (a 16 KiB tmpfs in a private mount namespace, so
+    /// the disk is really full): the lines the writes lose are counted in
+    /// lookupd_log_lines_dropped_total, not only the failed writes; calls are answered.
+    func testLinesLostOnAFullLogDiskAreCounted() throws {
+        let disk = path("logdisk")
+        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
+        let port = freeLoopbackPort()
+        let config = write("full.conf", configText(name: "full", port: port, directories: ["main.lkd name=main"], contacts: ["contacts.vcf"],
+                                                   extra: ["log-file = \(disk)/decisions.log", "log-file-max-size = 1G", "log-level = error"]))
+        let child = try ChildProcess(executable: "/usr/bin/unshare",
+                                     arguments: ["-rm", "sh", "-c", "mount -t tmpfs -o size=16k tmpfs \(disk) && exec \(LookupdBinary.path!) serve --config \(config)"],
+                                     folder: folder, name: "full-disk")
+        defer { child.stop() }
+        let peer = try UDPPeer()
+        XCTAssertTrue(eventually(timeout: 15) { !child.isRunning || peer.exchange(options(port: port), port: port, timeout: 0.2) != nil }, child.stderr)
+        let calls = 300
+        for i in 0..<calls {
+            XCTAssertEqual(peer.exchange(invite(from: "<sip:\(Caller.fraud)@pbx.example>", port: port, callID: "full-\(i)@pbx"), port: port)?.statusCode, 603)
+        }
+        var stats = Stats("")
+        XCTAssertTrue(eventually(timeout: 10) {
+            stats = Stats((try? self.lookupd(["stats", "--config", config]))?.stdout ?? "")
+            return stats[#"lookupd_log_lines_total{destination="file"}"#] == calls
+        }, stats.text)
+        let dropped = stats[#"lookupd_log_lines_dropped_total{destination="file"}"#]
+        // A line is more than 150 bytes: 16 KiB holds at most 109 of them; the rest are lost.
+        XCTAssertGreaterThanOrEqual(dropped, calls - 16384 / 150, "lines lost to the full disk are counted as dropped\n\(stats.text)")
+        XCTAssertLessThan(dropped, calls, "the first lines fitted")
+        XCTAssertGreaterThan(stats["lookupd_log_file_errors_total"], 0, stats.text)
+    }
+
     func testJSONFormat() throws {
         let log = path("decisions.json")
         let daemon = try startDaemon(["log-file = \(log)", "log-format = json"])
