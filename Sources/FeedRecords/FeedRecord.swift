@@ -41,6 +41,10 @@ public struct FeedRecord: Equatable, Sendable {
     public var failed: Int64 = 0
     public var error = ""
     public var rolledBack: Int64 = 0
+    /// When a list installed for this feed has waited for the daemon to load it: the daemon
+    /// refused (or did not answer) the reload asked for then. 0: nothing waits. The next run
+    /// asks again even if nothing changed, so a refused reload is not forgotten.
+    public var reloadPending: Int64 = 0
 
     public init(feed: String) { self.feed = feed }
 
@@ -94,14 +98,21 @@ public struct FeedRecord: Equatable, Sendable {
         ("failed", { String($0.failed) }, { $0.failed = Int64($1) ?? 0 }),
         ("error", { $0.error }, { $0.error = $1 }),
         ("rolled-back", { String($0.rolledBack) }, { $0.rolledBack = Int64($1) ?? 0 }),
+        ("reload-pending", { String($0.reloadPending) }, { $0.reloadPending = Int64($1) ?? 0 }),
     ]
 
-    /// `key = value` lines. Values are single-line: line breaks (only ever in an error
-    /// message quoting a server) become spaces.
+    /// `key = value` lines. Values are single-line: line breaks and other control characters
+    /// (only ever in an error message quoting a server) become spaces. Judged per Unicode
+    /// scalar, not per Character: "\r\n" is one Character, equal to neither "\r" nor "\n".
     public func encoded() -> String {
         var out = "# lookupd feed state: written by lookupd update, read by lookupd stats and inspect.\n"
         for field in Self.fields {
-            let value = field.get(self).map { $0 == "\n" || $0 == "\r" ? " " : $0 }
+            var value = String.UnicodeScalarView()
+            for scalar in field.get(self).unicodeScalars {
+                let v = scalar.value
+                let breaks = v < 0x20 || v == 0x7F || (v >= 0x80 && v < 0xA0) || v == 0x2028 || v == 0x2029
+                value.append(breaks ? " " : scalar)
+            }
             out += field.key + " = " + String(value) + "\n"
         }
         return out

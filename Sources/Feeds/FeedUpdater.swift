@@ -2,6 +2,7 @@ import Configuration
 import Directory
 import FeedRecords
 import Glibc
+import SystemCalls
 
 /// `lookupd update`: every selected feed is checked (FeedCheck); each directory file that a
 /// changed feed feeds is rebuilt from all of its feeds, verified and installed
@@ -58,9 +59,32 @@ public final class FeedUpdater {
         for group in groups {
             let chosen = group.feeds.filter { selected.contains($0.name) }
             if chosen.isEmpty { continue }
+            // A run killed while writing leaves full-size temporaries beside the target;
+            // whatever this run does, they go (writeFileAtomically removes them too, but only
+            // when it writes the same file again).
+            for name in [group.target, DirectoryInstaller.newPath(group.target), DirectoryInstaller.previousPath(group.target)] {
+                AtomicFile.removeStaleTemporaries(folder: FileOperations.folder(of: name), name: FileOperations.fileName(of: name))
+            }
             updateGroup(group.target, feeds: group.feeds, chosen: chosen, options: options, session: session, result: &result)
         }
-        if !result.installed.isEmpty && options.reload { result.reload = reload() }
+        // Lists installed by an earlier run whose reload the daemon refused (a full state
+        // disk, a bad config at the time) are still waiting: without asking again, an
+        // unchanged feed would leave the daemon on the old list for good.
+        let waiting = config.feeds.filter { selected.contains($0.name) && (store.read($0.name)?.reloadPending ?? 0) > 0 }
+        if options.reload && (!result.installed.isEmpty || !waiting.isEmpty) {
+            if result.installed.isEmpty {
+                log(.notice, "daemon: asking again to load what an earlier run installed (\(waiting.map(\.name).joined(separator: ", ")): that reload was refused)")
+            }
+            result.reload = reload()
+            let installedFeeds = config.feeds.filter { result.installed.contains(config.target(of: $0)) }
+            let refused: Bool
+            if case .failed = result.reload { refused = true } else { refused = false }
+            for feed in installedFeeds + waiting.filter({ w in !installedFeeds.contains { $0.name == w.name } }) {
+                guard var record = store.read(feed.name) else { continue }
+                record.reloadPending = refused ? (record.reloadPending > 0 ? record.reloadPending : unixTime()) : 0
+                do { try store.write(record) } catch { log(.error, "\(feed.name): \(error)") }
+            }
+        }
         return result
     }
 

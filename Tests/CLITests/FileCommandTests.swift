@@ -57,6 +57,25 @@ final class FileCommandTests: CLITestCase {
         XCTAssertTrue(String(decoding: read(out), as: UTF8.self).hasPrefix("number,action,label\n"))
     }
 
+    /// D9: a compile or export killed with SIGKILL leaves its full-size hidden temporary
+    /// (`.NAME.lookupd-tmp.PID.RANDOM`); the next run writing the same file removes it once that
+    /// PID is gone, and leaves a live writer's alone.
+    func testTheNextRunRemovesAKilledRunsTemporaries() throws {
+        let killed = Process()
+        killed.executableURL = URL(fileURLWithPath: "/bin/true")
+        try killed.run()
+        killed.waitUntilExit()
+        let dead = killed.processIdentifier
+        let staleCompile = write(".good.lkd.lookupd-tmp.\(dead).1234", Data(count: 65536))
+        let staleExport = write(".out.csv.lookupd-tmp.\(dead).abcd", Data(count: 65536))
+        let live = write(".good.lkd.lookupd-tmp.1.5678", Data(count: 16))
+        XCTAssertEqual(try lookupd(["compile", "-q", file("good.csv"), "-o", good]).status, 0)
+        XCTAssertEqual(try lookupd(["export", "-o", file("out.csv"), good]).status, 0)
+        XCTAssertFalse(exists(staleCompile))
+        XCTAssertFalse(exists(staleExport))
+        XCTAssertTrue(exists(live), "PID 1 is alive: its temporary is not ours to remove")
+    }
+
     func testCheckGoodFile() throws {
         let r = try lookupd(["check", good])
         XCTAssertEqual(r.status, 0, r.stderr)

@@ -178,14 +178,14 @@ class DaemonTestCase: XCTestCase {
     /// `readyFrom`). Picks another port when the chosen one was taken.
     @discardableResult
     func startDaemon(_ extra: [String] = [], name: String = "lookupd", directories: [String] = ["main.lkd name=main"],
-                     contacts: [String] = ["contacts.vcf"], readyFrom: String = "127.0.0.1",
+                     contacts: [String] = ["contacts.vcf"], readyFrom: String = "127.0.0.1", environment: [String: String] = [:],
                      file: StaticString = #filePath, line: UInt = #line) throws -> LookupdDaemon {
         var lastError = ""
         for _ in 0..<5 {
             let port = freeLoopbackPort()
             let configPath = write(name + ".conf", configText(name: name, port: port, directories: directories, contacts: contacts, extra: extra))
             let child = try ChildProcess(executable: LookupdBinary.path!, arguments: ["serve", "--config", configPath],
-                                         folder: folder, name: name)
+                                         folder: folder, name: name, environment: environment)
             let daemon = LookupdDaemon(name: name, configPath: configPath, controlSocket: path(name + ".sock"), port: port, child: child)
             daemons.append(daemon)
             let ready = eventually(timeout: 15) {

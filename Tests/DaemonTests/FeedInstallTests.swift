@@ -77,4 +77,43 @@ final class FeedInstallTests: DaemonTestCase {
         let rolled = peer.exchange(invite(from: "<sip:\(Caller.unknown)@pbx.example>", port: port), port: port)
         XCTAssertEqual(rolled?.statusLine, "302 Moved Temporarily")
     }
+
+    /// D7: an update installs a list but the daemon refuses the reload (its state disk is
+    /// full: ENOSPC injected into its private copy through LOOKUPD_TEST_FAULTS). The next run
+    /// finds the feed unchanged (304) and still asks the daemon again, which then loads it;
+    /// the run after that has nothing waiting. A stale temporary of a killed update (D9) is
+    /// removed by the next run even when nothing is downloaded.
+    func testARefusedReloadIsAskedForAgain() throws {
+        let server = try FeedServer(root: path("www"))
+        defer { server.stop() }
+        try compile(Lists.directoryCSV, to: "spam.lkd")
+        server.publish("spam.csv", ReloadTests.directoryV2)
+        // The start copies spam.lkd once; the first reload's copy finds the disk full.
+        let daemon = try startDaemon(["log-level = notice", "feed = spam \(server.url("f/spam.csv")) into=spam.lkd"],
+                                     directories: ["spam.lkd name=spam"],
+                                     environment: ["LOOKUPD_TEST_FAULTS": "copy_file_range:ENOSPC:skip=1:times=1"])
+        let peer = try UDPPeer()
+        func newlyBlocked() -> Bool {
+            peer.exchange(invite(from: "<sip:\(Caller.unknown)@pbx.example>", port: daemon.port), port: daemon.port)?.statusLine == "603 Decline"
+        }
+        let first = try lookupd(["update", "--config", daemon.configPath])
+        XCTAssertEqual(first.status, 1, first.summary)
+        XCTAssertTrue(first.stdout.contains("spam: downloaded"), first.stdout)
+        XCTAssertTrue((first.stdout + first.stderr).contains("No space left on device"), first.summary)
+        XCTAssertFalse(newlyBlocked(), "the daemon refused the new list")
+
+        let stale = ".spam.lkd.new.lookupd-tmp.999999999.beef"
+        write(stale, String(repeating: "x", count: 4096))
+        let second = try lookupd(["update", "--config", daemon.configPath])
+        XCTAssertEqual(second.status, 0, second.summary)
+        XCTAssertTrue(second.stdout.contains("spam: not modified (HTTP 304)"), second.stdout)
+        XCTAssertTrue(second.stdout.contains("daemon: reloaded"), "the refused reload is asked for again: \(second.stdout)")
+        XCTAssertTrue(newlyBlocked(), "the list installed by the first run is in force")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path(stale)), "a killed update's temporary is removed")
+
+        let third = try lookupd(["update", "--config", daemon.configPath])
+        XCTAssertEqual(third.status, 0, third.summary)
+        XCTAssertFalse(third.stdout.contains("daemon:"), "nothing waits any more: \(third.stdout)")
+        XCTAssertEqual(try stats(daemon)["lookupd_reloads_total"], 1)
+    }
 }

@@ -107,6 +107,24 @@ final class FeedPartsTests: XCTestCase {
         XCTAssertEqual(record.previousEntries, 50)
     }
 
+    /// L1: "\r\n" is one Swift Character, equal to neither "\r" nor "\n": a CRLF (or a lone
+    /// CR, a NEL, U+2028) in a value must not reach the state file as a line break, where it
+    /// would split a key.
+    func testLineBreaksOfEveryKindStayOutOfTheStateFile() {
+        var record = FeedRecord(feed: "spamco")
+        record.error = "HTTP 500\r\nreload-pending = 1\rnext\u{85}line\u{2028}sep"
+        record.reloadPending = 0
+        let text = record.encoded()
+        XCTAssertEqual(text.split(separator: "\n", omittingEmptySubsequences: false).count,
+                       FeedRecord(feed: "x").encoded().split(separator: "\n", omittingEmptySubsequences: false).count, text)
+        XCTAssertFalse(text.unicodeScalars.contains { $0 == "\r" || $0.value == 0x85 || $0.value == 0x2028 }, text)
+        let decoded = FeedRecord.decode(text)
+        XCTAssertEqual(decoded?.reloadPending, 0, "the forged key stayed inside the error value")
+        XCTAssertEqual(decoded?.error, "HTTP 500  reload-pending = 1 next line sep")
+        record.reloadPending = 1_714_550_000
+        XCTAssertEqual(FeedRecord.decode(record.encoded())?.reloadPending, 1_714_550_000)
+    }
+
     func testSHA256KnownAnswers() {
         // FIPS 180-2 examples.
         XCTAssertEqual(SHA256Hasher.hash(Array("abc".utf8)), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
