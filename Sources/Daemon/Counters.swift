@@ -31,6 +31,8 @@ public enum Counter: Int, CaseIterable, Sendable {
     case proxyUnroutableVia
     // A TCP connection from outside allow-from closed at accept (drop, or the pool for 403s full).
     case tcpRefusedACL
+    // A UDP answer made smaller (its label left out of PAI, or out) to stay within the amplification bound.
+    case responsesTrimmed
 
     static let methodOffset = 7
 
@@ -123,6 +125,7 @@ public enum Counter: Int, CaseIterable, Sendable {
         case .proxyResponseUndeliverable: return ("lookupd_proxy_dropped_total", "reason=\"next_hop_unreachable\"")
         case .proxyUnroutableVia: return ("lookupd_proxy_refused_total", "reason=\"unroutable_via_400\"")
         case .tcpRefusedACL: return ("lookupd_tcp_connections_total", "event=\"refused_acl\"")
+        case .responsesTrimmed: return ("lookupd_responses_trimmed_total", "")
         }
     }
 

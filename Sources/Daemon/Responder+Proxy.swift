@@ -155,9 +155,11 @@ extension Responder {
                                            headers: block == .networkBlocked ? [SIPHeaderField("Reason", "SIP;cause=603;text=\"Network Blocked\"")] : [])
                 let action: ProxyAction
                 if let label = d.label {
-                    action = set.screening.withLabel(label) { bytes in
-                        response.label = .buffer(bytes)
-                        return reply(request, response, into: out)
+                    // As in redirect mode: a UDP answer within the amplification bound.
+                    let bound = transport == .udp ? Responder.amplificationLimit * bytes.count : nil
+                    action = set.screening.withLabel(label) { labelBytes in
+                        response.label = .buffer(labelBytes)
+                        return reply(request, response, bound: bound, into: out)
                     }
                 } else {
                     action = reply(request, response, into: out)
@@ -232,16 +234,9 @@ extension Responder {
         decideAndCount(request, caller: callerIdentity(request, set: set, sourceIP: sourceIP), set: set)
     }
 
-    private func reply(_ request: SIPRequest, _ response: SIPResponse, into out: UnsafeMutableRawBufferPointer) -> ProxyAction {
-        do {
-            let result = try request.writeResponse(response, into: out)
-            if result.labelRefusal != nil { counters.add(.labelsRefused) }
-            counters.add(Counter.response(response.statusCode))
-            return .reply(result.byteCount)
-        } catch {
-            counters.add(.responseTooLarge)
-            return .none
-        }
+    private func reply(_ request: SIPRequest, _ response: SIPResponse, bound: Int? = nil, into out: UnsafeMutableRawBufferPointer) -> ProxyAction {
+        let n = write(request, response, bound: bound, into: out)
+        return n > 0 ? .reply(n) : .none
     }
 
     private func forward(_ request: SIPRequest, _ forwarding: SIPForwarding, into out: UnsafeMutableRawBufferPointer) -> Int {

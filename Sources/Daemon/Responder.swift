@@ -39,6 +39,12 @@ struct Responder {
         var status: Int = 0
     }
 
+    /// A UDP answer is at most this many times the size of the request it answers: with a
+    /// source address anyone can forge, a small INVITE for a labelled number must not buy a
+    /// large datagram sent to a third party (measured in docs/TESTING.md). Past it the label
+    /// is left out of P-Asserted-Identity, then out of the answer (counted as trimmed).
+    static let amplificationLimit = 3
+
     /// Parses `bytes` and writes the answer into `out`. Returns the answer's
     /// length (0: no answer) and, for screened INVITEs, the decision.
     mutating func respond(to bytes: UnsafeRawBufferPointer, transport: ListenAddress.Transport,
@@ -116,14 +122,15 @@ struct Responder {
         case .options:
             return write(request, SIPResponse(statusCode: 200, reasonPhrase: "OK", source: source, headers: optionsHeaders), into: out)
         case .invite where !request.toHasTag:
-            return screen(request, set: set, source: source, sourceIP: sourceIP, into: out, log: &log)
+            let bound = transport == .udp ? Responder.amplificationLimit * bytes.count : nil
+            return screen(request, set: set, source: source, sourceIP: sourceIP, bound: bound, into: out, log: &log)
         default:
             // BYE and re-INVITEs: a redirect server holds no dialogs.
             return write(request, SIPResponse(statusCode: 481, reasonPhrase: "Call/Transaction Does Not Exist", source: source), into: out)
         }
     }
 
-    private mutating func screen(_ request: SIPRequest, set: ServingSet, source: SIPSourceAddress, sourceIP: IPAddress,
+    private mutating func screen(_ request: SIPRequest, set: ServingSet, source: SIPSourceAddress, sourceIP: IPAddress, bound: Int?,
                                  into out: UnsafeMutableRawBufferPointer, log: inout LogBuffer) -> Int {
         let identity = callerIdentity(request, set: set, sourceIP: sourceIP)
         let screening = set.screening
@@ -156,7 +163,7 @@ struct Responder {
         if let label = decision.label {
             length = screening.withLabel(label) { bytes in
                 response.label = .buffer(bytes)
-                return write(request, &response, into: out)
+                return write(request, &response, bound: bound, into: out)
             }
         } else {
             length = write(request, &response, into: out)
@@ -167,13 +174,24 @@ struct Responder {
 
     /// For a response held in a variable (captured by the label closure above): passed in place,
     /// which spares a copy of the whole response per call.
-    private func write(_ request: SIPRequest, _ response: inout SIPResponse, into out: UnsafeMutableRawBufferPointer) -> Int {
-        write(request, response, into: out)
+    private func write(_ request: SIPRequest, _ response: inout SIPResponse, bound: Int? = nil, into out: UnsafeMutableRawBufferPointer) -> Int {
+        write(request, response, bound: bound, into: out)
     }
 
-    private func write(_ request: SIPRequest, _ response: SIPResponse, into out: UnsafeMutableRawBufferPointer) -> Int {
+    func write(_ request: SIPRequest, _ response: SIPResponse, bound: Int? = nil, into out: UnsafeMutableRawBufferPointer) -> Int {
         do {
-            let result = try request.writeResponse(response, into: out)
+            var result = try request.writeResponse(response, into: out)
+            if let bound, result.byteCount > bound, response.label != nil {
+                // Smaller first without the label in P-Asserted-Identity, then without it at all.
+                var smaller = response
+                smaller.labelInIdentity = false
+                result = try request.writeResponse(smaller, into: out)
+                if result.byteCount > bound {
+                    smaller.label = nil
+                    result = try request.writeResponse(smaller, into: out)
+                }
+                counters.add(.responsesTrimmed)
+            }
             if result.labelRefusal != nil { counters.add(.labelsRefused) }
             counters.add(Counter.response(response.statusCode))
             return result.byteCount

@@ -78,6 +78,9 @@ public struct SIPResponse {
     public var label: SIPLabel?
     public var identity: SIPIdentityURI?
     public var labelHeaderName: String
+    /// False: the label goes in the label header only, not also as the P-Asserted-Identity
+    /// display name (a smaller answer, when one must be bounded).
+    public var labelInIdentity = true
     /// Written after everything else, in order (e.g. `Reason`, `Retry-After`, `Allow`).
     public var headers: [SIPHeaderField]
 
@@ -239,14 +242,14 @@ extension SIPRequest {
         let labelRefusal: SIPLabelRefusal?
         switch response.label {
         case nil:
-            labelRefusal = writeIdentityAndLabel(nil, identityText, identityString, response.labelHeaderName, into: &w)
+            labelRefusal = writeIdentityAndLabel(nil, identityText, identityString, response, into: &w)
         case .buffer(let b):
-            labelRefusal = writeIdentityAndLabel(b, identityText, identityString, response.labelHeaderName, into: &w)
+            labelRefusal = writeIdentityAndLabel(b, identityText, identityString, response, into: &w)
         case .bytes(let b):
-            labelRefusal = b.withUnsafeBytes { writeIdentityAndLabel($0, identityText, identityString, response.labelHeaderName, into: &w) }
+            labelRefusal = b.withUnsafeBytes { writeIdentityAndLabel($0, identityText, identityString, response, into: &w) }
         case .string(var text):
             labelRefusal = text.withUTF8 {
-                writeIdentityAndLabel(UnsafeRawBufferPointer($0), identityText, identityString, response.labelHeaderName, into: &w)
+                writeIdentityAndLabel(UnsafeRawBufferPointer($0), identityText, identityString, response, into: &w)
             }
         }
 
@@ -264,12 +267,13 @@ extension SIPRequest {
     /// `P-Asserted-Identity` (when there is an identity) and the label header (when the label is
     /// usable). Returns why a supplied label was left out.
     private func writeIdentityAndLabel(_ label: UnsafeRawBufferPointer?, _ identityText: SIPText?, _ identityString: String?,
-                                       _ labelHeaderName: String, into w: inout ByteWriter) -> SIPLabelRefusal? {
+                                       _ response: SIPResponse, into w: inout ByteWriter) -> SIPLabelRefusal? {
+        let labelHeaderName = response.labelHeaderName
         let refusal = label.flatMap(validateLabel)
         let usable = refusal == nil ? label : nil
         if identityText != nil || identityString != nil {
             w.append("P-Asserted-Identity: ")
-            if let usable {
+            if let usable, response.labelInIdentity {
                 w.appendQuoted(usable)
                 w.append(" ")
             }

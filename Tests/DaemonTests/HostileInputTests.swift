@@ -564,4 +564,44 @@ final class HostileInputTests: DaemonTestCase {
         XCTAssertEqual(stop.status, 0)
         XCTAssertLessThan(stop.seconds, 2, "SIGTERM waited for silent control clients")
     }
+
+    // MARK: - Amplification (issue 13, D12)
+
+    /// D12: a UDP answer is at most 3 times the request it answers. The smallest INVITE for a
+    /// number with the longest label (255 bytes, every one escaped) used to buy a 302 many times
+    /// its size, sendable to a forged source; now the label leaves P-Asserted-Identity, then the
+    /// answer, until it fits (counted). A real PBX's INVITE keeps the label in both headers, and
+    /// TCP (no forged sources) is not trimmed. The factors are in docs/TESTING.md.
+    func testUDPAnswersAreAtMostThreeTimesTheRequest() throws {
+        let longLabel = String(repeating: "\"\\", count: 127) + "x"
+        let short = "Spam Risk"
+        try compile("number,action,label\n+8613800138000,identify,\"\(longLabel.replacingOccurrences(of: "\"", with: "\"\""))\"\n"
+                    + "+8613800138001,identify,\(short)\n+8613800138002,block,\"\(longLabel.replacingOccurrences(of: "\"", with: "\"\""))\"\n", to: "long.lkd")
+        let daemon = try startDaemon(directories: ["long.lkd name=long"])
+        let port = daemon.port
+        // The smallest INVITE lookupd answers (TCP needs Content-Length to frame it).
+        func minimal(_ caller: String, tcp: Bool = false) -> [UInt8] {
+            Array(("INVITE sip:1@x SIP/2.0\r\nVia: SIP/2.0/\(tcp ? "TCP" : "UDP") x;branch=z9hG4bK\(token())\r\nFrom: <sip:\(caller)@x>;tag=1\r\n"
+                   + "To: <sip:1@x>\r\nCall-ID: \(token())\r\nCSeq: 1 INVITE\r\n\(tcp ? "Content-Length: 0\r\n" : "")\r\n").utf8)
+        }
+        let udp = try UDPPeer()
+        let tcp = try TCPPeer(to: port)
+        var factors: [String] = []
+        for caller in ["+8613800138000", "+8613800138002"] {
+            let request = minimal(caller)
+            let unbounded = try XCTUnwrap(tcp.exchange(minimal(caller, tcp: true), timeout: 5), "TCP answer")
+            let answer = try XCTUnwrap(udp.exchange(request, port: port), "UDP answer")
+            factors.append("\(answer.statusCode): \(request.count)-byte INVITE, \(unbounded.raw.count) bytes unbounded (\(String(format: "%.1f", Double(unbounded.raw.count) / Double(request.count)))×), \(answer.raw.count) bytes over UDP (\(String(format: "%.1f", Double(answer.raw.count) / Double(request.count)))×)")
+            XCTAssertLessThanOrEqual(answer.raw.count, 3 * request.count, "UDP answer \(answer.raw.count) bytes for a \(request.count)-byte request")
+            XCTAssertGreaterThan(unbounded.raw.count, 3 * request.count, "the TCP answer is not trimmed")
+            assertWellFormedAnswer(answer.raw, "trimmed answer")
+        }
+        print("D12 amplification: " + factors.joined(separator: "; "))
+        // A PBX's INVITE (the harness's, with Contact and Max-Forwards) and a short label: both headers.
+        let real = udp.exchange(invite(from: "<sip:+8613800138001@pbx.example>", port: port), port: port)
+        XCTAssertEqual(real?.header("X-Caller-Label"), "\"\(short)\"")
+        XCTAssertTrue(real?.header("P-Asserted-Identity")?.hasPrefix("\"\(short)\" <") ?? false, "\(String(describing: real))")
+        let stats = try stats(daemon)
+        XCTAssertEqual(stats["lookupd_responses_trimmed_total"], 2, stats.text)
+    }
 }
