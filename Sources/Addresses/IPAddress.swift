@@ -26,6 +26,12 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
 
     public var isIPv4: Bool { bytes.0 == 0 && bytes.1 >> 32 == 0xFFFF }
 
+    /// 127.0.0.0/8 or ::1: reachable from this machine only.
+    public var isLoopback: Bool {
+        if isIPv4 { return (bytes.1 >> 24) & 0xFF == 127 }
+        return bytes.0 == 0 && bytes.1 == 1
+    }
+
     /// Parses dotted IPv4 or textual IPv6 (optionally in brackets).
     public init?(_ text: String) {
         var text = text

@@ -117,10 +117,12 @@ public enum ConfigParser {
             if v == "auto" { s.config.workers = nil; return }
             s.config.workers = try number(v, in: 1...256, "auto or a number")
         },
-        ConfigKey(name: "allow-from", syntax: "CIDR[, CIDR...]", repeatable: true,
-                  summary: "Sources answered; others are refused (see refuse-action). Default: every source.") { s, v throws(ValueError) in
+        ConfigKey(name: "allow-from", syntax: "CIDR[, CIDR...] | any", repeatable: true,
+                  summary: "Sources answered; others are refused (see refuse-action). Required for a listen address beyond loopback: the addresses of your PBXs, or any to answer everyone.") { s, v throws(ValueError) in
             s.sawAllowFrom = true
-            s.allowFrom += try parseCIDRs(v)
+            let (blocks, any) = try parseSources(v)
+            s.allowFrom += blocks
+            if any { s.config.allowFromAny = true }
         },
         .choice("refuse-action", \.config.refusalAction,
                 summary: "What a source outside allow-from gets: 403 Forbidden (default) or silence."),
@@ -274,6 +276,12 @@ public enum ConfigParser {
         if inQuotes { throw ValueError("unterminated quote") }
         if hasWord { words.append(current) }
         return words
+    }
+
+    /// An allow list: address blocks, or `any` (every source, said on purpose).
+    static func parseSources(_ value: String) throws(ValueError) -> (blocks: [CIDR], any: Bool) {
+        if value.trimmed == "any" { return ([CIDR("::/0")!], true) }
+        return (try parseCIDRs(value), false)
     }
 
     static func parseCIDRs(_ value: String) throws(ValueError) -> [CIDR] {

@@ -129,8 +129,11 @@ public struct LookupdConfig: Sendable {
     public var mode: ServiceMode = .redirect
     /// nil: one worker per core.
     public var workers: Int? = nil
-    /// nil: every source is answered.
+    /// nil: not set, every source is answered (refused for a listen address beyond loopback:
+    /// `exposureProblem`).
     public var allowFrom: [CIDR]? = nil
+    /// `allow-from = any`: every source, on purpose.
+    public var allowFromAny = false
     public var refusalAction: RefusalAction = .reject
     public var trustAssertedIdentityFrom: [CIDR] = []
     public var blockResponse: BlockResponse = .decline

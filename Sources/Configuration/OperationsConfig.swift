@@ -14,6 +14,8 @@ public struct OperationsConfig: Sendable, Equatable {
     public var httpListen: ListenAddress? = nil
     /// `http-allow-from`; nil: the same sources as `allow-from`.
     public var httpAllowFrom: [CIDR]? = nil
+    /// `http-allow-from = any`: every source, on purpose.
+    public var httpAllowFromAny = false
     public var httpMaxConnections: Int = 256
     public var logFormat: LogFormat = .text
     /// `log-file`; nil: decision lines go to standard error only.

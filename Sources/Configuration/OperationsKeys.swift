@@ -1,4 +1,5 @@
 import Addresses
+
 /// Keys for metrics, the HTTP lookup endpoint and the decision log. Kept
 /// apart from the core keys; `ConfigParser.keys` lists them last.
 extension ConfigParser {
@@ -10,9 +11,11 @@ extension ConfigParser {
             }
             s.config.operations.httpListen = address
         },
-        ConfigKey(name: "http-allow-from", syntax: "CIDR[, CIDR...]", repeatable: true,
-                  summary: "Sources the HTTP listener answers; others get 403 Forbidden. Default: the sources of allow-from (every source when that is not set).") { s, v throws(ValueError) in
-            s.config.operations.httpAllowFrom = (s.config.operations.httpAllowFrom ?? []) + (try parseCIDRs(v))
+        ConfigKey(name: "http-allow-from", syntax: "CIDR[, CIDR...] | any", repeatable: true,
+                  summary: "Sources the HTTP listener answers; others get 403 Forbidden. Default: the sources of allow-from. An http-listen beyond loopback needs a list of sources (or any) here or in allow-from.") { s, v throws(ValueError) in
+            let (blocks, any) = try parseSources(v)
+            s.config.operations.httpAllowFrom = (s.config.operations.httpAllowFrom ?? []) + blocks
+            if any { s.config.operations.httpAllowFromAny = true }
         },
         .number("http-max-connections", "N", 1...65536, \.config.operations.httpMaxConnections,
                 summary: "Open HTTP connections before new ones are refused with 503 (default 256)."),

@@ -131,6 +131,9 @@ final class ReloadThread: @unchecked Sendable {
                 logger.warning("reload: listen, workers, control-socket, state-directory, max-message-size, http-listen, log-file, mode and upstream changes take effect on restart")
             }
             for warning in loaded.warnings { logger.warning("contacts: \(warning)") }
+            if loaded.set.config.exposureWarnings != old.exposureWarnings {
+                for warning in loaded.set.config.exposureWarnings { logger.warning(warning) }
+            }
             current.replace(journals.attach(loaded.set))
             status.reloaded()
             let message = "reloaded (\(trigger)) generation \(loaded.set.generation) in \(Int((monotonicNow() - started) * 1000)) ms: \(Service.describe(loaded.set))"

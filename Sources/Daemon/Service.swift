@@ -59,6 +59,7 @@ public final class Service {
         let loaded: (set: ServingSet, warnings: [Diagnostic])
         do { loaded = try loader.load(config) } catch { throw ServiceError(error.description) }
         for warning in loaded.warnings { logger.warning("contacts: \(warning)") }
+        for warning in config.exposureWarnings { logger.warning(warning) }
         journals = JournalWatcher(logger: logger, store: loader.store)
         current = CurrentSet(journals.attach(loaded.set))
         logger.notice("loaded \(Service.describe(loaded.set)) in \(Int((monotonicNow() - started) * 1000)) ms")

@@ -63,6 +63,8 @@ final class ServingSetLoader {
     }
 
     func load(_ config: LookupdConfig) throws(LoadFailure) -> (set: ServingSet, warnings: [Diagnostic]) {
+        // At start and at every reload: a listener beyond loopback needs its sources named.
+        if let problem = config.exposureProblem { throw .config(Diagnostic(file: configPath, line: 0, message: problem)) }
         let loaded: ScreeningLoader.Loaded
         do {
             // Journals are laid over by the JournalWatcher, which then follows them.

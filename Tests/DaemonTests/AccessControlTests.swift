@@ -99,4 +99,40 @@ final class AccessControlTests: DaemonTestCase {
             XCTAssertTrue(eventually(timeout: 15) { idle.allSatisfy { $0.receive(timeout: 0.01) == .closed } }, "\(action): every refused connection ends")
         }
     }
+
+    /// D17: `lookupd serve` refuses a listener beyond loopback without allow-from (nothing is
+    /// bound: the check comes first), and an HTTP listener beyond loopback that would answer
+    /// everyone; with `allow-from = any` it starts and warns (run in a network namespace of its
+    /// own, `unshare -rn`, so nothing is exposed on this machine).
+    func testListenersBeyondLoopbackNeedTheirSourcesNamed() throws {
+        let port = freeLoopbackPort()
+        for (name, extra, complaint) in [
+            ("open", ["listen = udp:0.0.0.0:\(port)"], "listen = udp:0.0.0.0:\(port) is reachable beyond this machine and allow-from is not set"),
+            ("http", ["http-listen = 0.0.0.0:\(port)"], "http-listen = 0.0.0.0:\(port) is reachable beyond this machine"),
+            ("http-any", ["allow-from = any", "http-listen = [::]:\(port)"], "set http-allow-from"),
+        ] {
+            let config = write("\(name).conf", configText(name: name, port: port, directories: ["main.lkd"], contacts: [], extra: extra))
+            let result = try lookupd(["serve", "--config", config], timeout: 20)
+            XCTAssertEqual(result.status, 1, "\(name): \(result.summary)")
+            XCTAssertTrue(result.stderr.contains(complaint), "\(name): \(result.stderr)")
+        }
+        // A reload that would leave a listener beyond loopback open is refused too.
+        let daemon = try startDaemon()
+        let text = readText(daemon.configPath)
+        write(URL(fileURLWithPath: daemon.configPath).lastPathComponent, text + "listen = udp:0.0.0.0:\(port)\n")
+        let reload = try lookupd(["reload", "--config", daemon.configPath])
+        XCTAssertEqual(reload.status, 1, reload.summary)
+        XCTAssertTrue(reload.stdout.contains("allow-from is not set") || reload.stderr.contains("allow-from is not set"), reload.summary)
+        write(URL(fileURLWithPath: daemon.configPath).lastPathComponent, text)
+
+        let any = write("any.conf", configText(name: "any", port: port, directories: ["main.lkd"], contacts: [],
+                                               extra: ["listen = udp:0.0.0.0:\(port)", "allow-from = any"]))
+        let child = try ChildProcess(executable: "/usr/bin/unshare",
+                                     arguments: ["-rn", "sh", "-c", "ip link set lo up && exec \(LookupdBinary.path!) serve --config \(any)"],
+                                     folder: folder, name: "any")
+        defer { child.stop() }
+        XCTAssertTrue(eventually(timeout: 15) { !child.isRunning || child.stderr.contains("serving on") }, child.stderr)
+        XCTAssertTrue(child.isRunning, child.stderr)
+        XCTAssertTrue(child.stderr.contains("allow-from = any: every source that reaches udp:0.0.0.0:\(port) is answered"), child.stderr)
+    }
 }

@@ -158,6 +158,29 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(NumberNormalizer(plan: us).normalize("1 212 555 0100").number?.description, "+12125550100")
     }
 
+    /// D17: a listener beyond loopback needs its sources named (allow-from, or any on
+    /// purpose); the HTTP listener inherits allow-from's list but not an `any`.
+    func testListenersBeyondLoopbackNeedTheirSourcesNamed() throws {
+        func problem(_ lines: String) throws -> String? { try parse(lines + "\n").exposureProblem }
+        XCTAssertNil(try problem("listen = udp:127.0.0.1:5060\nlisten = tcp:[::1]:5060"), "loopback only")
+        XCTAssertTrue(try problem("listen = udp:0.0.0.0:5060")?.contains("allow-from is not set") ?? false)
+        XCTAssertTrue(try problem("listen = tcp:[::]:5060")?.contains("allow-from is not set") ?? false)
+        XCTAssertTrue(try problem("listen = udp:192.0.2.5:5060")?.hasPrefix("listen = udp:192.0.2.5:5060 is reachable beyond this machine") ?? false)
+        XCTAssertNil(try problem("listen = udp:0.0.0.0:5060\nallow-from = 192.0.2.10"))
+        XCTAssertNil(try problem("listen = udp:0.0.0.0:5060\nallow-from = any"))
+        // HTTP: inherits a list, not an any.
+        XCTAssertNil(try problem("listen = udp:127.0.0.1:5060\nhttp-listen = 127.0.0.1:9180"))
+        XCTAssertTrue(try problem("listen = udp:127.0.0.1:5060\nhttp-listen = 0.0.0.0:9180")?.contains("set http-allow-from") ?? false)
+        XCTAssertNil(try problem("listen = udp:127.0.0.1:5060\nhttp-listen = 0.0.0.0:9180\nallow-from = 192.0.2.0/24"))
+        XCTAssertTrue(try problem("listen = udp:0.0.0.0:5060\nallow-from = any\nhttp-listen = [::]:9180")?.contains("http-listen = [::]:9180") ?? false)
+        XCTAssertNil(try problem("listen = udp:0.0.0.0:5060\nallow-from = any\nhttp-listen = 0.0.0.0:9180\nhttp-allow-from = any"))
+        let any = try parse("listen = udp:0.0.0.0:5060\nallow-from = any\nhttp-listen = 0.0.0.0:9180\nhttp-allow-from = any\n")
+        XCTAssertTrue(any.allowFromAny)
+        XCTAssertEqual(any.exposureWarnings.count, 2, "\(any.exposureWarnings)")
+        XCTAssertEqual(try parse("listen = udp:0.0.0.0:5060\nallow-from = 192.0.2.10\n").exposureWarnings, [])
+        XCTAssertThrowsError(try parse("trust-asserted-identity-from = any\n"), "any is never a trusted identity source")
+    }
+
     func testUnknownKeySuggestsTheNearestOne() {
         XCTAssertEqual(error("# comment\n\ndirectroy = a.lkd\n"),
                        "/etc/lookupd/lookupd.conf:3: unknown key 'directroy' (did you mean 'directory'?)")
