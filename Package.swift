@@ -61,7 +61,7 @@ let package = Package(
         // FeedRecords: the feed record file format (STATE-DIRECTORY/feeds/NAME.state), read by
         // the daemon's stats too (no Foundation; files through SystemCalls).
         .target(name: "FeedRecords", dependencies: ["SystemCalls"]),
-        .target(name: "Feeds", dependencies: ["FeedRecords", "Configuration", "Directory", "TextFormats", "SystemCalls", "CCurl", "CZlib", "CZip", "CCrypto"]),
+        .target(name: "Feeds", dependencies: ["FeedRecords", "Configuration", "Directory", "TextFormats", "TextRules", "SystemCalls", "CCurl", "CZlib", "CZip", "CCrypto"]),
         .executableTarget(name: "lookupd", dependencies: ["Addresses", "Directory", "Screening", "Configuration", "Loading", "Daemon", "Feeds", "FeedRecords", "SystemCalls", "TextFormats", "TextRules"]),
         .executableTarget(name: "lookupd-bench", dependencies: ["Directory", "Screening"]),
         // Fuzzing (docs/TESTING.md): the targets are a library so the regression

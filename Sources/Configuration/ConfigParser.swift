@@ -141,6 +141,8 @@ public enum ConfigParser {
             }
             s.config.labelHeader = v
         },
+        .choice("label-escapes", \.config.labelEscapes,
+                summary: "How \" and \\ in a label are written in SIP: escaped (keep, default), or as ' and / (replace: some phones, twinkle 1.10, drop calls whose display name holds an escaped backslash)."),
         .number("max-message-size", "BYTES", 1024...65507, \.config.maxMessageSize,
                 summary: "Largest SIP message accepted (default 16384, at most 65507); larger ones are refused and counted."),
         ConfigKey(name: "control-socket", syntax: "PATH", repeatable: false,

@@ -53,6 +53,11 @@ public enum UnknownResponse: String, Sendable, CaseIterable {
     }
 }
 
+/// `label-escapes`: `keep` writes `"` and `\` escaped (`\"`, `\\`, RFC 3261 §25.1);
+/// `replace` writes them as `'` and `/`, so no display name lookupd writes holds an escape
+/// (twinkle 1.10 drops every INVITE whose display name holds an escaped backslash).
+public enum LabelEscapes: String, Sendable, CaseIterable { case keep, replace }
+
 /// What to do with a request from a source outside `allow-from`.
 public enum RefusalAction: String, Sendable, CaseIterable {
     case reject = "403"
@@ -139,6 +144,8 @@ public struct LookupdConfig: Sendable {
     public var blockResponse: BlockResponse = .decline
     public var unknownResponse: UnknownResponse = .redirect
     public var labelHeader: String = "X-Caller-Label"
+    /// How `"` and `\` in a label (or a caller's name around it) are written in a quoted-string.
+    public var labelEscapes: LabelEscapes = .keep
     public var maxMessageSize: Int = 16384
     public var controlSocket: String = "/run/lookupd/control.sock"
     public var stateDirectory: String = "/var/lib/lookupd"

@@ -143,6 +143,7 @@ extension Responder {
                                        ownAddresses: context.ownAddresses,
                                        displayName: set.proxyDisplayName, labelHeaderName: set.config.labelHeader,
                                        labelInAssertedIdentity: set.config.proxy.labelInAssertedIdentity)
+        forwarding.plainQuotedStrings = set.config.labelEscapes == .replace
         var decision: Decision? = nil
         if request.method == .invite && !request.toHasTag {
             let d = decide(request, set: set, sourceIP: sourceIP)
@@ -153,6 +154,7 @@ extension Responder {
                 var response = SIPResponse(statusCode: block.code, reasonPhrase: block.reasonPhrase, source: source,
                                            labelHeaderName: set.config.labelHeader,
                                            headers: block == .networkBlocked ? [SIPHeaderField("Reason", "SIP;cause=603;text=\"Network Blocked\"")] : [])
+                response.plainQuotedStrings = set.config.labelEscapes == .replace
                 let action: ProxyAction
                 if let label = d.label {
                     // As in redirect mode: a UDP answer within the amplification bound.

@@ -160,6 +160,7 @@ struct Responder {
             }
         }
         let length: Int
+        response.plainQuotedStrings = set.config.labelEscapes == .replace
         if let label = decision.label {
             length = screening.withLabel(label) { bytes in
                 response.label = .buffer(bytes)

@@ -3,6 +3,7 @@ import Directory
 import FeedRecords
 import Glibc
 import SystemCalls
+import TextRules
 
 /// `lookupd update`: every selected feed is checked (FeedCheck); each directory file that a
 /// changed feed feeds is rebuilt from all of its feeds, verified and installed
@@ -212,6 +213,7 @@ public final class FeedUpdater {
             version = UInt64(FeedClock.stamp(now))!
         }
         let content = try compiler.build(sources, version: version)
+        if let warning = LabelRules.backslashWarning(content.labels) { log(.warning, "\(target): \(warning)") }
         let installed = try DirectoryInstaller.install(content, at: target)
 
         // The new file is in force from here on: a feed whose download cannot be stored keeps

@@ -53,6 +53,8 @@ public struct SIPForwarding {
     public var displayName: [SIPDisplayNamePart]
     public var labelHeaderName: String
     public var labelInAssertedIdentity: Bool
+    /// `"` and `\` in the names written as `'` and `/` instead of escaped (`label-escapes`).
+    public var plainQuotedStrings = false
 
     public init(via: SIPViaAddress, branchKey: UInt64, source: SIPSourceAddress,
                 ownAddresses: [SIPViaAddress] = [], label: SIPLabel? = nil, displayName: [SIPDisplayNamePart] = [.label],
@@ -248,11 +250,11 @@ extension SIPRequest {
                 let from = value()
                 guard canRename(from) else { return copy() }
                 w.append("From: ")
-                writeNameAddress(from, displayName: displayName!, into: &w)
+                writeNameAddress(from, displayName: displayName!, plain: f.plainQuotedStrings, into: &w)
                 w.append("\r\n")
             case .pAssertedIdentity where displayName != nil && f.labelInAssertedIdentity:
                 w.append("P-Asserted-Identity: ")
-                writeAssertedIdentities(value(), displayName: labelBytes!, into: &w)
+                writeAssertedIdentities(value(), displayName: labelBytes!, plain: f.plainQuotedStrings, into: &w)
                 w.append("\r\n")
             default:
                 if name.equalsIgnoringCase(f.labelHeaderName) { return }
@@ -280,7 +282,7 @@ extension SIPRequest {
         if let l = labelBytes {
             w.appendString(f.labelHeaderName)
             w.append(": ")
-            l.withUnsafeBytes { w.appendQuoted($0) }
+            l.withUnsafeBytes { w.appendQuoted($0, plain: f.plainQuotedStrings) }
             w.append("\r\n")
         }
         if !sawContentLength {
@@ -315,8 +317,8 @@ private func canRename(_ value: SIPText) -> Bool {
 
 /// `"name" <URI>;params` from any name-addr or addr-spec form of `value` (From, §20.20);
 /// `value` must pass `canRename`.
-private func writeNameAddress(_ value: SIPText, displayName: [UInt8], into w: inout ByteWriter) {
-    displayName.withUnsafeBytes { w.appendQuoted($0) }
+private func writeNameAddress(_ value: SIPText, displayName: [UInt8], plain: Bool, into w: inout ByteWriter) {
+    displayName.withUnsafeBytes { w.appendQuoted($0, plain: plain) }
     w.append(" ")
     var rest = value
     if value.count > 0, value[0] == ASCII.quote {
@@ -339,7 +341,7 @@ private func writeNameAddress(_ value: SIPText, displayName: [UInt8], into w: in
 }
 
 /// Every value of a P-Asserted-Identity header, with the label as its display name.
-private func writeAssertedIdentities(_ value: SIPText, displayName: [UInt8], into w: inout ByteWriter) {
+private func writeAssertedIdentities(_ value: SIPText, displayName: [UInt8], plain: Bool, into w: inout ByteWriter) {
     var start = 0
     var first = true
     while start < value.count {
@@ -349,7 +351,7 @@ private func writeAssertedIdentities(_ value: SIPText, displayName: [UInt8], int
         guard item.count > 0 else { continue }
         if !first { w.append(", ") }
         first = false
-        if canRename(item) { writeNameAddress(item, displayName: displayName, into: &w) } else { w.append(item) }
+        if canRename(item) { writeNameAddress(item, displayName: displayName, plain: plain, into: &w) } else { w.append(item) }
     }
 }
 

@@ -81,6 +81,8 @@ public struct SIPResponse {
     /// False: the label goes in the label header only, not also as the P-Asserted-Identity
     /// display name (a smaller answer, when one must be bounded).
     public var labelInIdentity = true
+    /// `"` and `\` of the label written as `'` and `/` instead of escaped (`label-escapes`).
+    public var plainQuotedStrings = false
     /// Written after everything else, in order (e.g. `Reason`, `Retry-After`, `Allow`).
     public var headers: [SIPHeaderField]
 
@@ -274,7 +276,7 @@ extension SIPRequest {
         if identityText != nil || identityString != nil {
             w.append("P-Asserted-Identity: ")
             if let usable, response.labelInIdentity {
-                w.appendQuoted(usable)
+                w.appendQuoted(usable, plain: response.plainQuotedStrings)
                 w.append(" ")
             }
             w.append("<")
@@ -284,7 +286,7 @@ extension SIPRequest {
         if let usable {
             w.appendString(labelHeaderName)
             w.append(": ")
-            w.appendQuoted(usable)
+            w.appendQuoted(usable, plain: response.plainQuotedStrings)
             w.append("\r\n")
         }
         return refusal
@@ -419,13 +421,19 @@ struct ByteWriter {
 
     /// A quoted-string with `"` and `\` escaped (RFC 3261 §25.1). The content is validated
     /// beforehand (`validateLabel`).
-    mutating func appendQuoted(_ bytes: UnsafeRawBufferPointer) {
+    /// A quoted-string: `"` and `\` escaped, or with `plain` written as `'` and `/` (no escape
+    /// at all, for phones that mishandle them).
+    mutating func appendQuoted(_ bytes: UnsafeRawBufferPointer, plain: Bool = false) {
         appendByte(ASCII.quote)
         if let p = bytes.baseAddress, memchr(p, Int32(ASCII.quote), bytes.count) == nil,
            memchr(p, Int32(ASCII.backslash), bytes.count) == nil {
             append(p, bytes.count)
         } else {
             for b in bytes {
+                if plain {
+                    appendByte(b == ASCII.quote ? UInt8(ascii: "'") : b == ASCII.backslash ? UInt8(ascii: "/") : b)
+                    continue
+                }
                 if b == ASCII.quote || b == ASCII.backslash { appendByte(ASCII.backslash) }
                 appendByte(b)
             }

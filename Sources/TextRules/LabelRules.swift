@@ -54,6 +54,18 @@ public enum LabelRules {
         return text.withUTF8 { problem(UnsafeRawBufferPointer($0)) }
     }
 
+    /// Labels holding a backslash are written escaped (`\\`) in SIP quoted-strings, which some
+    /// phones mishandle (twinkle 1.10 drops every INVITE whose display name holds one): the
+    /// first few such labels of `labels` and how many there are, for a compile-time warning.
+    public static func backslashWarning(_ labels: [[UInt8]]) -> String? {
+        let found = labels.filter { $0.contains(0x5C) }
+        guard !found.isEmpty else { return nil }
+        let shown = found.prefix(3).map { "\"" + String(decoding: $0, as: UTF8.self) + "\"" }.joined(separator: ", ")
+        return "\(found.count) label\(found.count == 1 ? " holds" : "s hold") a backslash (\(shown)\(found.count > 3 ? ", ..." : "")), "
+            + "which SIP writes escaped as \\\\; some phones (twinkle 1.10) drop calls whose display name holds one: "
+            + "set label-escapes = replace in lookupd.conf to write it as /"
+    }
+
     static func hex4(_ v: UInt32) -> String {
         let s = String(v, radix: 16, uppercase: true)
         return String(repeating: "0", count: max(0, 4 - s.count)) + s

@@ -3,6 +3,7 @@ import Directory
 import Glibc
 import SystemCalls
 import TextFormats
+import TextRules
 
 let compileCommand = Command(
     name: "compile",
@@ -166,6 +167,11 @@ private func runCompile(_ raw: [String]) throws -> Int32 {
         throw CommandFailure("\(error)")
     }
     bar.clear()
+    if let warning = LabelRules.backslashWarning(content.labels) {
+        var err = OutputBuffer(fd: 2)
+        err.append("lookupd compile: warning: \(output): \(warning)\n")
+        err.flush()
+    }
     if !args.flag("quiet") {
         let blocked = content.exactValues.reduce(0) { $0 + Int($1 & 1) } + content.prefixValues.reduce(0) { $0 + Int($1 & 1) }
         let identified = content.exactValues.reduce(0) { $0 + ($1 >> 1 != 0 ? 1 : 0) } + content.prefixValues.reduce(0) { $0 + ($1 >> 1 != 0 ? 1 : 0) }

@@ -22,6 +22,18 @@ final class CompileCommandTests: CLITestCase {
         XCTAssertEqual(names, [])
     }
 
+    /// D18: labels holding a backslash compile, with a warning that names them and the
+    /// label-escapes option (twinkle 1.10 drops INVITEs whose display name holds an escaped one).
+    func testLabelsWithABackslashAreWarnedAbout() throws {
+        let source = write("slash.csv", "number,action,label\n+8613800138000,identify,Back\\slash\n+8613800138001,identify,Plain\n")
+        let r = try lookupd(["compile", "-q", source, "-o", file("slash.lkd")])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stderr.contains("warning: \(file("slash.lkd")): 1 label holds a backslash (\"Back\\slash\")"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("label-escapes = replace"), r.stderr)
+        let clean = try lookupd(["compile", "-q", write("clean.csv", "number,action,label\n+8613800138001,identify,Plain\n"), "-o", file("clean.lkd")])
+        XCTAssertEqual(clean.stderr, "")
+    }
+
     func testInvalidSourcesWriteNothing() throws {
         let source = write("bad.csv", """
         number,action,label

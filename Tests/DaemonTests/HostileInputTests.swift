@@ -604,4 +604,16 @@ final class HostileInputTests: DaemonTestCase {
         let stats = try stats(daemon)
         XCTAssertEqual(stats["lookupd_responses_trimmed_total"], 2, stats.text)
     }
+
+    /// D18: with `label-escapes = replace` no display name or label header lookupd writes holds
+    /// an escape: `"` and `\` of a label are written as `'` and `/`.
+    func testLabelEscapesReplaceWritesNoEscapes() throws {
+        let daemon = try startDaemon(["label-escapes = replace"])
+        let peer = try UDPPeer()
+        let answer = try XCTUnwrap(peer.exchange(invite(from: "<sip:\(Caller.cafe)@pbx.example>", port: daemon.port), port: daemon.port))
+        XCTAssertEqual(answer.statusCode, 302)
+        XCTAssertEqual(answer.header("X-Caller-Label"), "\"Zoë's 'Café' / Bar\"")
+        XCTAssertTrue(answer.header("P-Asserted-Identity")?.hasPrefix("\"Zoë's 'Café' / Bar\" <") ?? false, "\(answer)")
+        XCTAssertFalse(String(decoding: answer.raw, as: UTF8.self).contains("\\"), "no backslash anywhere")
+    }
 }

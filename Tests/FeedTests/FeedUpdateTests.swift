@@ -72,6 +72,17 @@ final class FeedUpdateTests: FeedTestCase {
         XCTAssertEqual(leftovers, [], "the work folder is removed")
     }
 
+    /// D18: a feed whose list holds a label with a backslash installs, with a warning naming
+    /// the label and label-escapes.
+    func testABackslashLabelIsWarnedAbout() throws {
+        server.publish("spam.csv", "number,action,label\n+8613800138000,block,Evil\\Corp\n")
+        let target = path("spam.lkd")
+        let result = try update(try config(["spamco \(server.url("f/spam.csv")) into=\(target)"]))
+        XCTAssertTrue(result.succeeded, "\(errors)")
+        XCTAssertTrue(logs.contains { $0.0 == .warning && $0.1.contains("1 label holds a backslash (\"Evil\\Corp\")") && $0.1.contains("label-escapes") },
+                      "\(logs)")
+    }
+
     func testServerWithoutValidatorsServingTheSameBytesChangesNothing() throws {
         server.publish("spam.csv", Self.listV1)
         let target = path("spam.lkd")

@@ -74,6 +74,23 @@ final class ProxyRewriteTests: XCTestCase {
         XCTAssertEqual(result.branch.count, "z9hG4bK-lkd".count + 32)
     }
 
+    /// D18: `label-escapes = replace`: the label and the caller's name around it are written
+    /// without any escape in the From display name, P-Asserted-Identity and the label header.
+    func testPlainQuotedStrings() throws {
+        let parser = SIPParser()
+        XCTAssertEqual(parser.parse(message), .request)
+        var f = SIPForwarding(via: ourVia, branchKey: key, source: SIPSourceAddress(ip: "198.51.100.7", port: 5062), ownAddresses: [ourVia],
+                              displayName: [.text("["), .label, .text("] "), .originalName], labelInAssertedIdentity: true)
+        f.label = .string("Fraud \"Risk\" \\")
+        f.plainQuotedStrings = true
+        var buffer = [UInt8](repeating: 0, count: 32768)
+        let result = try buffer.withUnsafeMutableBytes { try parser.request.writeForwarded(f, into: $0) }
+        let text = String(decoding: buffer[0..<result.byteCount], as: UTF8.self)
+        XCTAssertTrue(text.contains("\r\nFrom: \"[Fraud 'Risk' /] Trunk 'Caller'\" <sip:+8613800138000@198.51.100.7>;tag=abc\r\n"), text)
+        XCTAssertTrue(text.contains("\r\nX-Caller-Label: \"Fraud 'Risk' /\"\r\n"), text)
+        XCTAssertTrue(text.contains("P-Asserted-Identity: \"Fraud 'Risk' /\" <tel:+8613800138000>"), text)
+    }
+
     /// Without a label only the proxy's own changes are made; a forged label still goes.
     func testUnlabelledRequestIsForwardedUntouched() throws {
         let (text, _, _) = try forward(message, label: nil)
