@@ -79,6 +79,9 @@ extension SIPParser {
         // Via values in order, the Content-Length, and what the branch tag covers.
         var vias: [SIPText] = []
         var firstViaItems = 0
+        /// Which Via header line holds the top Via (empty Via lines may come before it).
+        var viaHeaders = 0
+        var firstViaHeader = 0
         var contentLength: Int? = nil
         var broken = false
         var callID: SIPText? = nil, from: SIPText? = nil, cseq: SIPText? = nil
@@ -97,8 +100,12 @@ extension SIPParser {
                 }
             } else if kind == .via {
                 let before = vias.count
+                viaHeaders += 1
                 forEachItem(value, separators: ASCII.comma, ASCII.comma) { vias.append($0) }
-                if before == 0 { firstViaItems = vias.count }
+                if before == 0 && !vias.isEmpty {
+                    firstViaItems = vias.count
+                    firstViaHeader = viaHeaders
+                }
             } else {
                 guard let n = value.parseDecimal(limit: UInt64(Int32.max)), contentLength == nil || contentLength == Int(n) else {
                     broken = true
@@ -140,7 +147,9 @@ extension SIPParser {
             if kind == .contentLength { sawContentLength = true }
             if kind == .via {
                 viaHeadersSeen += 1
-                if viaHeadersSeen == 1 {
+                // Empty Via lines before ours say nothing: not passed on.
+                if viaHeadersSeen < firstViaHeader { return }
+                if viaHeadersSeen == firstViaHeader {
                     // Our value was the first of this header: keep the others, in order.
                     guard firstViaItems > 1 else { return }
                     w.append("Via: ")

@@ -217,6 +217,13 @@ extension SIPRequest {
             func copy() { w.append(trimLineEnds(lines)); w.append("\r\n") }
             switch kind {
             case .via where !wroteVia:
+                // An empty Via line before the first real one (found by the proxy-path fuzzer)
+                // carries nothing: dropped, and ours goes before the line holding the top Via,
+                // whose first value gets received/rport.
+                let items = value()
+                var holdsOne = false
+                forEachItem(items, separators: ASCII.comma, ASCII.comma) { _ in holdsOne = true }
+                guard holdsOne else { return }
                 wroteVia = true
                 w.append("Via: SIP/2.0/")
                 w.appendString(f.via.transport)
@@ -228,7 +235,7 @@ extension SIPRequest {
                 w.appendString(branch)
                 w.append("\r\nVia: ")
                 var first = true
-                forEachItem(value(), separators: ASCII.comma, ASCII.comma) { item in
+                forEachItem(items, separators: ASCII.comma, ASCII.comma) { item in
                     if first {
                         writeReceivedVia(item, source: f.source, into: &w)
                         first = false

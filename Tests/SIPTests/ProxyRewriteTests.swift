@@ -256,6 +256,35 @@ final class ProxyRewriteTests: XCTestCase {
         XCTAssertEqual(hop, SIPNextHop(transport: "TCP", host: "2001:db8::8", port: 40001))
     }
 
+    /// Found by the proxy-path fuzzer: an empty `Via:` line before the top Via. The request's
+    /// received/rport went onto the empty line and the real top Via was passed on without
+    /// them; a response's empty line made the relay keep lookupd's own Via. Empty Via lines
+    /// are now dropped on both ways.
+    func testAnEmptyViaLineBeforeTheTopVia() throws {
+        let bytes = wire("""
+        INVITE sip:1001@192.0.2.5 SIP/2.0
+        Via:
+        Via: SIP/2.0/UDP 198.51.100.7:5062;branch=z9hG4bK-e1
+        From: <sip:+8618600000000@198.51.100.7>;tag=x
+        To: <sip:1001@192.0.2.5>
+        Call-ID: c-empty
+        CSeq: 1 INVITE
+        Content-Length: 0
+
+        """)
+        let (text, result, _) = try forward(bytes, label: nil)
+        let vias = split(text).0.filter { $0.hasPrefix("Via:") }
+        XCTAssertEqual(vias, ["Via: SIP/2.0/UDP 192.0.2.5:5060;branch=\(result.branch)",
+                              "Via: SIP/2.0/UDP 198.51.100.7:5062;branch=z9hG4bK-e1;rport=5062;received=198.51.100.7"], text)
+        let response = "SIP/2.0 200 OK\r\nVia:\r\nVia: SIP/2.0/UDP 192.0.2.5:5060;branch=\(result.branch)\r\n"
+            + "Via: SIP/2.0/UDP 198.51.100.7:5062;branch=z9hG4bK-e1;rport=5062;received=198.51.100.7\r\n"
+            + "From: <sip:+8618600000000@198.51.100.7>;tag=x\r\nTo: <sip:1001@192.0.2.5>;tag=p\r\nCall-ID: c-empty\r\nCSeq: 1 INVITE\r\nContent-Length: 0\r\n\r\n"
+        let (relay, relayed) = relayed(response)
+        guard case .forward = relay else { return XCTFail("\(relay)") }
+        XCTAssertEqual(split(relayed).0.filter { $0.hasPrefix("Via:") },
+                       ["Via: SIP/2.0/UDP 198.51.100.7:5062;branch=z9hG4bK-e1;rport=5062;received=198.51.100.7"], relayed)
+    }
+
     /// D10: a response whose branch has lookupd's prefix but not the keyed tag of the request it
     /// claims to answer (Call-ID, From tag, CSeq number, the client's branch) is not relayed.
     func testAForgedBranchIsNotRelayed() throws {
