@@ -46,6 +46,7 @@ final class FuzzRegressionTests: XCTestCase {
     }
 
     func testRequestPath() throws { try replay(.requestPath) }
+    func testProxyPath() throws { try replay(.proxyPath) }
     func testDirectory() throws { try replay(.directory) }
     func testConfig() throws { try replay(.config) }
     func testCSV() throws { try replay(.csv) }

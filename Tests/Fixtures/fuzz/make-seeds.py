@@ -4,9 +4,9 @@
   Tests/Fixtures/fuzz/make-seeds.py [LOOKUPD]
 
 LOOKUPD (a built lookupd) compiles the directory seeds; without it the
-directory seeds already present are kept. Each request-path seed is one mode
-byte (see Sources/FuzzTargets/RequestPathTarget.swift) and the bytes a peer
-sends; each directory seed is one mode byte and a directory file.
+directory seeds already present are kept. Each request-path and proxy-path
+seed is one mode byte (see Sources/FuzzTargets/RequestPathTarget.swift and
+ProxyPathTarget.swift) and the bytes a peer sends; each directory seed is one mode byte and a directory file.
 Deterministic: the same inputs give the same files.
 """
 import os
@@ -116,6 +116,73 @@ def request_path():
         "SIP/2.0 200 OK", "Via: SIP/2.0/UDP 192.0.2.1;branch=z9hG4bK1", "From: <sip:a@b>;tag=1", "To: <sip:c@d>;tag=2",
         "Call-ID: r@x", "CSeq: 1 OPTIONS", "Content-Length: 0"]))
     put("request-path", "keepalive", bytes([UDP | LOCAL]) + b"\r\n\r\n")
+
+
+# proxy-path mode bits (Sources/FuzzTargets/ProxyPathTarget.swift).
+P_CALLER, P_OUTSIDER, P_UPSTREAM_ADDRESS, P_IPV6 = 0 << 1, 1 << 1, 2 << 1, 3 << 1
+P_VARIANT_B = 1 << 3
+P_FROM_UPSTREAM = 1 << 4
+
+
+def proxy_path():
+    def via_invite(via, caller="sip:+8618600000000@pbx.example", transport="UDP", extra=(), method="INVITE", display="Trunk Caller"):
+        return sip([
+            f"{method} sip:13000000000@192.0.2.5:5060 SIP/2.0",
+            f"Via: {via}",
+            "Max-Forwards: 70",
+            f'From: "{display}" <{caller}>;tag=a73kszlfl',
+            "To: <sip:13000000000@192.0.2.5:5060>",
+            "Call-ID: 3848276298220188511@198.51.100.7",
+            f"CSeq: 1 {method}",
+            "Contact: <sip:trunk@198.51.100.7:5062>",
+            *extra,
+            "Content-Length: 0",
+        ])
+    plain = "SIP/2.0/UDP 198.51.100.7:5062;branch=z9hG4bK74bf9;rport"
+    for name, uri in {"identified": "sip:+8618600000000@pbx.example", "blocked": "sip:+8613800138000@pbx.example",
+                      "escaped-label": "sip:+8613566667777@pbx.example", "unknown": "sip:+8613000000009@pbx.example",
+                      "long-label": "sip:+8613511112225@pbx.example"}.items():
+        put("proxy-path", f"invite-{name}", bytes([UDP | P_CALLER]) + via_invite(plain, uri))
+        put("proxy-path", f"invite-{name}-b", bytes([UDP | P_CALLER | P_VARIANT_B]) + via_invite(plain, uri))
+    # The Vias of issue 13 (D1, D15): an empty parameter, another protocol, another transport,
+    # received/rport the caller wrote.
+    for name, via in {"empty-branch": "SIP/2.0/UDP 127.0.0.9:7777;branch=", "empty-param": "SIP/2.0/UDP 127.0.0.9:7777;x=;branch=z9hG4bK1",
+                      "sip-0": "SIP/0/UDP 127.0.0.9:7777;branch=z9hG4bK1", "tcp-via": "SIP/2.0/TCP 127.0.0.9:7777;branch=z9hG4bK1",
+                      "lying-received": "SIP/2.0/UDP 127.0.0.9:7777;branch=z9hG4bK1;received=127.0.0.9;rport=7777",
+                      "lying-case": "SIP/2.0/UDP 127.0.0.9:7777;branch=z9hG4bK1;Received=127.0.0.9;RPORT=7777",
+                      "no-branch": "SIP/2.0/UDP 127.0.0.9:7777", "ipv6": "SIP/2.0/UDP [2001:db8::9]:7777;branch=z9hG4bK1;rport"}.items():
+        put("proxy-path", f"via-{name}", bytes([UDP | P_CALLER]) + via_invite(via))
+    put("proxy-path", "tcp-invite", bytes([TCP | P_CALLER]) + via_invite("SIP/2.0/TCP 198.51.100.7:5062;branch=z9hG4bK2", transport="TCP"))
+    put("proxy-path", "tcp-udp-via", bytes([TCP | P_CALLER]) + via_invite(plain))
+    put("proxy-path", "ipv6-invite", bytes([UDP | P_IPV6]) + via_invite("SIP/2.0/UDP [2001:db8::7]:40001;branch=z9hG4bK3;rport"))
+    put("proxy-path", "outsider", bytes([UDP | P_OUTSIDER]) + via_invite(plain))
+    put("proxy-path", "from-upstream-address", bytes([UDP | P_UPSTREAM_ADDRESS]) + via_invite(plain))
+    for method in ["OPTIONS", "BYE", "CANCEL", "ACK", "PRACK", "FOO"]:
+        put("proxy-path", f"method-{method.lower()}", bytes([UDP | P_CALLER]) + via_invite(plain, method=method))
+    put("proxy-path", "options-lookupd", bytes([UDP | P_CALLER]) + sip([
+        "OPTIONS sip:192.0.2.5:5060 SIP/2.0", f"Via: {plain}", "Max-Forwards: 70", "From: <sip:probe@198.51.100.7>;tag=1",
+        "To: <sip:192.0.2.5:5060>", "Call-ID: probe@198.51.100.7", "CSeq: 1 OPTIONS", "Content-Length: 0"]))
+    put("proxy-path", "max-forwards-0", bytes([UDP | P_CALLER]) + via_invite(plain, extra=["Max-Forwards: 0"]))
+    put("proxy-path", "route", bytes([UDP | P_CALLER]) + via_invite(plain, extra=["Route: <sip:192.0.2.5:5060;lr>, <sip:pbx.example;lr>"]))
+    put("proxy-path", "forged-label", bytes([UDP | P_CALLER]) + via_invite(plain, extra=["X-Caller-Label: \"Your Bank\""]))
+    put("proxy-path", "display-escapes", bytes([UDP | P_CALLER | P_VARIANT_B]) + via_invite(plain, display='Evil \\"X\\" \\\\'))
+    # Responses on the upstream's socket: ours (a probe's), someone else's, broken ones.
+    def response(vias, code="200 OK", extra=()):
+        return sip([f"SIP/2.0 {code}", *[f"Via: {v}" for v in vias], "From: <sip:+8618600000000@pbx.example>;tag=a73kszlfl",
+                    "To: <sip:13000000000@192.0.2.5:5060>;tag=pbx", "Call-ID: 3848276298220188511@198.51.100.7", "CSeq: 1 INVITE",
+                    *extra, "Content-Length: 0"])
+    ours = "SIP/2.0/UDP 192.0.2.5:5062;branch=z9hG4bK-lkd0123456789abcdef0123456701234567"
+    caller = "SIP/2.0/UDP 198.51.100.7:5062;branch=z9hG4bK74bf9;rport=5062;received=198.51.100.7"
+    put("proxy-path", "response-ours", bytes([UDP | P_FROM_UPSTREAM]) + response([ours, caller]))
+    put("proxy-path", "response-no-received", bytes([UDP | P_FROM_UPSTREAM]) + response([ours, "SIP/2.0/UDP 127.0.0.9:7777;branch=z9hG4bK1"]))
+    put("proxy-path", "response-probe", bytes([UDP | P_FROM_UPSTREAM]) + response(["SIP/2.0/UDP 192.0.2.5:5062;branch=z9hG4bK-lkdp00000001;rport"], "200 OK"))
+    put("proxy-path", "response-foreign", bytes([UDP | P_FROM_UPSTREAM]) + response(["SIP/2.0/UDP 203.0.113.1:5060;branch=z9hG4bK-lkd0", caller]))
+    put("proxy-path", "response-tcp", bytes([TCP | P_FROM_UPSTREAM]) + response([ours, "SIP/2.0/TCP 198.51.100.7:5062;branch=z9hG4bK2;rport=40001;received=198.51.100.7"]))
+    put("proxy-path", "response-body", bytes([UDP | P_FROM_UPSTREAM]) + response([ours, caller], extra=["Content-Type: application/sdp"]).replace(b"Content-Length: 0\r\n\r\n", b"Content-Length: 4\r\n\r\nv=0\n"))
+    put("proxy-path", "upstream-request", bytes([UDP | P_FROM_UPSTREAM]) + via_invite("SIP/2.0/UDP 192.0.2.20:5060;branch=z9hG4bK9"))
+    for n in sorted(os.listdir(TORTURE)):
+        if n.endswith(".dat") and n[:2] in ("wj", "dq", "es", "lw", "in"):
+            put("proxy-path", f"torture-{n[:-4]}", bytes([UDP | P_CALLER]) + open(os.path.join(TORTURE, n), "rb").read())
 
 
 def directory(lookupd):
@@ -234,9 +301,10 @@ def text_targets():
 
 def main():
     lookupd = sys.argv[1] if len(sys.argv) > 1 else None
-    for target in ["request-path", "config", "csv", "json", "vcard"] + (["directory", "journal"] if lookupd else []):
+    for target in ["request-path", "proxy-path", "config", "csv", "json", "vcard"] + (["directory", "journal"] if lookupd else []):
         shutil.rmtree(os.path.join(SEEDS, target), ignore_errors=True)
     request_path()
+    proxy_path()
     directory(lookupd)
     journal(lookupd)
     text_targets()
