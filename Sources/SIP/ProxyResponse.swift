@@ -142,7 +142,7 @@ extension SIPParser {
         w.append("\r\n")
         var viaHeadersSeen = 0
         var sawContentLength = false
-        forEachHeader(in: headers, from: firstLF + 1) { name, lines, _ in
+        forEachHeader(in: headers, from: firstLF + 1) { name, lines, folded in
             let kind = HeaderKind(name: name)
             if kind == .contentLength { sawContentLength = true }
             if kind == .via {
@@ -161,7 +161,7 @@ extension SIPParser {
                     return
                 }
             }
-            w.append(trimLineEnds(lines))
+            w.appendHeaderLines(trimLineEnds(lines), folded: folded)
             w.append("\r\n")
         }
         if !sawContentLength {

@@ -214,7 +214,7 @@ extension SIPRequest {
                 let v = headerValue(lines)
                 return (folded ? s.arena.unfolded(v) : v).trimmingLWS()
             }
-            func copy() { w.append(trimLineEnds(lines)); w.append("\r\n") }
+            func copy() { w.appendHeaderLines(trimLineEnds(lines), folded: folded); w.append("\r\n") }
             switch kind {
             case .via where !wroteVia:
                 // An empty Via line before the first real one (found by the proxy-path fuzzer)
@@ -443,6 +443,22 @@ func forEachHeader(in raw: SIPText, from start: Int, _ body: (_ name: SIPText, _
 func headerValue(_ lines: SIPText) -> SIPText {
     guard let colon = lines.firstIndex(of: ASCII.colon) else { return .empty }
     return trimLineEnds(lines.slice(colon + 1, lines.count))
+}
+
+extension ByteWriter {
+    /// A header field's lines as received, every line end inside a folded one written CR LF
+    /// (found by the proxy-path fuzzer: a bare LF inside a folded field was passed on).
+    mutating func appendHeaderLines(_ lines: SIPText, folded: Bool) {
+        guard folded else { return append(lines) }
+        var start = 0
+        for i in 0..<lines.count where lines[i] == ASCII.lf {
+            let end = i > 0 && lines[i - 1] == ASCII.cr ? i - 1 : i
+            append(lines.slice(start, end))
+            append("\r\n")
+            start = i + 1
+        }
+        append(lines.slice(start, lines.count))
+    }
 }
 
 /// Removes one trailing CR.

@@ -285,6 +285,23 @@ final class ProxyRewriteTests: XCTestCase {
                        ["Via: SIP/2.0/UDP 198.51.100.7:5062;branch=z9hG4bK-e1;rport=5062;received=198.51.100.7"], relayed)
     }
 
+    /// Found by the proxy-path fuzzer: a folded header whose first line ends with a bare LF
+    /// was passed on with it; every line end of a folded field is now CR LF, both ways.
+    func testLineEndsInsideAFoldedHeaderBecomeCRLF() throws {
+        var bytes = message
+        let subject = Array("Subject: folded\r\n  continuation".utf8)
+        let at = bytes.indices.first { bytes[$0...].starts(with: subject) }!
+        bytes.replaceSubrange(at..<(at + subject.count), with: Array("Subject: folded\n  continuation".utf8))
+        let (text, result, _) = try forward(bytes, label: nil)
+        XCTAssertTrue(text.contains("\r\nSubject: folded\r\n  continuation of the subject\r\n"), text)
+        let response = "SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP 192.0.2.5:5060;branch=\(result.branch)\r\n"
+            + "Via: SIP/2.0/UDP 198.51.100.7:5062;branch=z9hG4bK-trunk-1;rport=5062;received=198.51.100.7\r\n"
+            + "From: <sip:+8613800138000@198.51.100.7>;tag=abc\r\nTo: <sip:1001@192.0.2.5>;tag=pbx\r\nCall-ID: call-1@198.51.100.7\r\n"
+            + "CSeq: 7 INVITE\r\nX-Folded: one\n  two\r\nContent-Length: 0\r\n\r\n"
+        let (_, relayedText) = relayed(response)
+        XCTAssertTrue(relayedText.contains("\r\nX-Folded: one\r\n  two\r\n"), relayedText)
+    }
+
     /// D10: a response whose branch has lookupd's prefix but not the keyed tag of the request it
     /// claims to answer (Call-ID, From tag, CSeq number, the client's branch) is not relayed.
     func testAForgedBranchIsNotRelayed() throws {
