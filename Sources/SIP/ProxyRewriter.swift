@@ -147,7 +147,9 @@ extension SIPRequest {
         guard via.host.count > 0 else { return "top Via has no host" }
         // An empty value (`branch=`, `x=`) is not a gen-value (§25.1): parameters written
         // after one would be lost to the next parser.
-        for p in via.parameters where p.value?.count == 0 || p.name.count == 0 || !p.name.isToken { return "top Via has an empty or invalid parameter" }
+        for p in via.parameters where p.name.count == 0 || !p.name.isToken || !(p.value.map(isGenericValue) ?? true) {
+            return "top Via has an empty or invalid parameter"
+        }
         return nil
     }
 
@@ -309,6 +311,25 @@ extension SIPRequest {
         guard let via = SIPVia.read(value) else { return w.append(value) }
         writeVia(via, of: value, source: source, addRport: true, alwaysReceived: true, into: &w)
     }
+}
+
+/// RFC 3261 §25.1 gen-value: a token, a host (an IPv6 reference in brackets) or a complete
+/// quoted-string. Anything else (an unterminated quote, found by the proxy-path fuzzer) would
+/// swallow the parameters written after it.
+private func isGenericValue(_ v: SIPText) -> Bool {
+    guard v.count > 0 else { return false }
+    if v[0] == ASCII.quote {
+        var i = 1
+        while i < v.count {
+            if v[i] == ASCII.backslash { i += 2; continue }
+            if v[i] == ASCII.quote { return i == v.count - 1 }
+            if isControl(v[i]) && v[i] != ASCII.tab { return false }
+            i += 1
+        }
+        return false
+    }
+    for b in v where !isTokenByte(b) && b != ASCII.colon && b != ASCII.leftBracket && b != ASCII.rightBracket { return false }
+    return true
 }
 
 /// Whether `writeNameAddress` can give `value` a display name: a name-addr always; an

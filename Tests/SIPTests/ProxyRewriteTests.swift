@@ -337,6 +337,8 @@ final class ProxyRewriteTests: XCTestCase {
         }
         let parser = SIPParser()
         for (via, transport) in [("SIP/2.0/UDP 127.0.0.9:7777;branch=", "UDP"), ("SIP/2.0/UDP 127.0.0.9:7777;x=;branch=z9hG4bK-1", "UDP"),
+                                 // An unterminated quote (found by the proxy-path fuzzer) would swallow received/rport.
+                                 ("SIP/2.0/UDP 127.0.0.9:7777;branch=z9hG4bK\"x;rport", "UDP"),
                                  ("SIP/0/UDP 127.0.0.9:7777;branch=z9hG4bK-1", "UDP"), ("SIP/2.0/UDP 127.0.0.9:7777;branch=z9hG4bK-1", "TCP"),
                                  ("SIP/2.0/TCP 127.0.0.9:7777;branch=z9hG4bK-1", "UDP")] {
             guard parser.parse(request(via)) == .request else { continue }  // refused by the parser already
