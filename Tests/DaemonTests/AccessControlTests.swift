@@ -78,12 +78,14 @@ final class AccessControlTests: DaemonTestCase {
             var idle: [TCPPeer] = []
             for _ in 0..<300 { idle.append(try TCPPeer(to: port, from: "127.0.0.1")) }
             var pbx: [TCPPeer] = []
+            let started = monotonicSeconds()
             for i in 0..<8 {
                 let peer = try TCPPeer(to: port, from: "127.0.0.2")
                 XCTAssertEqual(peer.exchange(invite(from: "<sip:\(Caller.fraud)@pbx.example>", port: port, transport: "TCP"), timeout: 5)?.statusLine,
                                "603 Decline", "\(action): allowed connection \(i)")
                 pbx.append(peer)
             }
+            print("D3 (\(action)): 300 idle refused SIP/TCP connections; 8 allowed connections answered in \(String(format: "%.3f", monotonicSeconds() - started)) s")
             let stats = try stats(daemon)
             let kept = stats[#"lookupd_tcp_connections_total{event="accepted"}"#] - 8
             XCTAssertEqual(stats[#"lookupd_tcp_connections_total{event="refused_acl"}"#], 300 - kept, "\(action)\n\(stats.text)")

@@ -303,6 +303,7 @@ final class FileReplacementTests: DaemonTestCase {
                 let reason = replace(target, with: kind)
                 daemon.signal(SIGHUP)
                 let stats = ControlPeer.timed(daemon.controlSocket, "stats")
+                print("D4/D5: \(what): stats answered in \(String(format: "%.3f", stats.seconds)) s")
                 XCTAssertNotNil(stats.answer, "\(what): stats unanswered")
                 XCTAssertLessThan(stats.seconds, 1, "\(what): stats took \(stats.seconds) s")
                 let reload = ControlPeer.timed(daemon.controlSocket, "reload")
@@ -317,6 +318,7 @@ final class FileReplacementTests: DaemonTestCase {
         }
         // A SIGHUP and a `reload` arriving together are answered by one reload.
         XCTAssertTrue(eventually(timeout: 10) { ((try? self.stats(daemon))?["lookupd_reload_failures_total"] ?? 0) >= failures / 2 })
+        print("D5: memory \(baseline) -> \(Vitals(pid: daemon.pid).map(\.description) ?? "?")")
         assertBounded(daemon, since: baseline, "after files that block or never end")
         XCTAssertEqual(try lookupd(["reload", "--config", daemon.configPath]).status, 0)
         let stop = terminate(daemon)
@@ -334,6 +336,7 @@ final class FileReplacementTests: DaemonTestCase {
         let good = [UInt8](FileManager.default.contents(atPath: configured)!)
         _ = replace(configured, with: "huge")
         let refused = ControlPeer.timed(daemon.controlSocket, "reload")
+        print("D6: a 2 GiB sparse directory file refused in \(String(format: "%.3f", refused.seconds)) s")
         XCTAssertLessThan(refused.seconds, 1, "refused from the header: \(refused.seconds) s")
         XCTAssertTrue(refused.answer?.contains("\(configured): not a lookupd directory") ?? false, refused.answer ?? "nothing")
         assertBounded(daemon, since: baseline, "after a 2 GiB sparse directory file")
