@@ -9,7 +9,8 @@
 // plus TextFormats (CSV/JSON/vCard readers with line numbers), Addresses (IP
 // addresses and blocks), Configuration (lookupd.conf), Loading (what the
 // configuration names, read at start-up and reload), SystemCalls (the one layer
-// every file and socket call goes through), FeedRecords and Feeds (lookupd
+// every file and socket call goes through), TextRules (what untrusted text may
+// carry into a header or a log line), FeedRecords and Feeds (lookupd
 // update), the thin `lookupd` CLI and the `lookupd-bench` executable.
 import PackageDescription
 
