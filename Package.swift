@@ -44,7 +44,7 @@ let package = Package(
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CZip", path: "Sources/CZip", pkgConfig: "libzip", providers: [.apt(["libzip-dev"])]),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
-        .target(name: "TextFormats"),
+        .target(name: "TextFormats", dependencies: ["TextRules"]),
         // What untrusted text may carry into a header, a log line or a page: strict UTF-8,
         // the label rules, the characters that must be escaped. Shared by Directory, SIP and
         // Daemon so they all apply the same rules.

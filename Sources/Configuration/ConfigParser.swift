@@ -2,6 +2,7 @@ import Addresses
 import Directory
 import SystemCalls
 import TextFormats
+import TextRules
 import Glibc
 
 /// Reads lookupd.conf: `key = value` lines, `#` comments (whole lines, or
@@ -191,7 +192,7 @@ public enum ConfigParser {
         var state = State(folder: folder)
         state.config.path = path
         var seen: [String: Int] = [:]
-        guard TextInput.isValidUTF8(bytes) else { throw Diagnostic(file: path, line: 0, message: "not valid UTF-8") }
+        guard UTF8Rules.isValid(bytes) else { throw Diagnostic(file: path, line: 0, message: "not valid UTF-8") }
         let text = String(decoding: bytes, as: UTF8.self)
         var lineNumber = 0
         // "\r\n" is a single Character in Swift: split on it too, or a

@@ -1,3 +1,5 @@
+import TextRules
+
 /// Byte-level helpers shared by every reader: BOM handling, UTF-8
 /// validation and turning byte offsets into line/column positions.
 ///
@@ -46,11 +48,6 @@ public enum TextInput {
     public static func firstInvalidUTF8Offset(in buffer: UnsafeRawBufferPointer) -> Int? {
         guard let base = buffer.baseAddress else { return nil }
         return invalidUTF8Offset(base.assumingMemoryBound(to: UInt8.self), from: 0, to: buffer.count)
-    }
-
-    /// True when `buffer` is well-formed UTF-8 throughout.
-    public static func isValidUTF8(_ buffer: UnsafeRawBufferPointer) -> Bool {
-        firstInvalidUTF8Offset(in: buffer) == nil
     }
 
     /// The value of a hexadecimal digit (`0`-`9`, `a`-`f`, `A`-`F`), nil for any other byte.
@@ -132,34 +129,11 @@ func invalidUTF8Offset(_ p: UnsafePointer<UInt8>, from start: Int, to end: Int) 
     return nil
 }
 
-/// The length of the well-formed UTF-8 sequence starting at `i` (RFC 3629: no overlong forms,
-/// no surrogates, nothing above U+10FFFF), 0 when the bytes there are not one.
+/// The length of the well-formed UTF-8 sequence starting at `i`, 0 when the bytes there are
+/// not one: TextRules' strict decoder, the one every check of text uses.
 @inline(__always)
 func utf8SequenceLength(_ p: UnsafePointer<UInt8>, at i: Int, end: Int) -> Int {
-    let b = p[i]
-    if b < 0x80 { return 1 }
-    var need = 0
-    var lo: UInt8 = 0x80
-    var hi: UInt8 = 0xBF
-    switch b {
-    case 0xC2...0xDF: need = 1
-    case 0xE0: need = 2; lo = 0xA0
-    case 0xE1...0xEC, 0xEE...0xEF: need = 2
-    case 0xED: need = 2; hi = 0x9F
-    case 0xF0: need = 3; lo = 0x90
-    case 0xF1...0xF3: need = 3
-    case 0xF4: need = 3; hi = 0x8F
-    default: return 0
-    }
-    guard i + need < end else { return 0 }
-    let c1 = p[i + 1]
-    if c1 < lo || c1 > hi { return 0 }
-    var k = 2
-    while k <= need {
-        if p[i + k] & 0xC0 != 0x80 { return 0 }
-        k += 1
-    }
-    return need + 1
+    UTF8Rules.sequenceLength(UnsafeRawBufferPointer(start: p, count: end), at: i)
 }
 
 /// Walks from a known line start to `target`, counting CR, LF and CRLF as one
