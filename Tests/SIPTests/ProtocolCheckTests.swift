@@ -86,7 +86,7 @@ final class ProtocolCheckTests: XCTestCase {
         XCTAssertNil(request(method: "CANCEL", extra: "Require: foo").protocolRejection(), "not for CANCEL")
         // Proxy-Require is a proxy's business unless asked for.
         XCTAssertNil(request(extra: "Proxy-Require: foo").protocolRejection())
-        let strict = SIPProtocolPolicy(supportedOptionTags: [], enforceProxyRequire: true)
+        let strict = SIPProtocolPolicy(supportedOptionTags: [], supportedProxyOptionTags: [])
         XCTAssertEqual(request(extra: "Proxy-Require: foo").protocolRejection(policy: strict)?.headers,
                        [SIPHeaderField("Unsupported", "foo")])
         XCTAssertEqual(request(extra: "Require: 100rel").protocolRejection(policy: strict)?.statusCode, 420)
