@@ -58,7 +58,10 @@ let package = Package(
         // What a configuration names, read into values: contacts, directories with their
         // journals, the time zone. Used at start-up and reload (and by the CLI), never per request.
         .target(name: "Loading", dependencies: ["Configuration", "Directory", "Screening", "SystemCalls", "TextFormats"]),
-        .target(name: "Daemon", dependencies: ["Addresses", "SIP", "Screening", "Directory", "Configuration", "Loading", "SystemCalls", "TextFormats", "TextRules", "CIntrinsics", "FeedRecords"]),
+        // Request and serving set in, action out: the answering policy of both modes, with no
+        // socket, no thread and no clock of its own (docs/ARCHITECTURE.md).
+        .target(name: "Answering", dependencies: ["Addresses", "SIP", "Screening", "Directory", "Configuration", "TextRules", "CIntrinsics"]),
+        .target(name: "Daemon", dependencies: ["Answering", "Addresses", "SIP", "Screening", "Directory", "Configuration", "Loading", "SystemCalls", "TextFormats", "TextRules", "CIntrinsics", "FeedRecords"]),
         // FeedRecords: the feed record file format (STATE-DIRECTORY/feeds/NAME.state), read by
         // the daemon's stats too (no Foundation; files through SystemCalls).
         .target(name: "FeedRecords", dependencies: ["SystemCalls"]),
@@ -69,7 +72,7 @@ let package = Package(
         // tests replay saved inputs through the same code; scripts/fuzz builds
         // lookupd-fuzz with libFuzzer, any other build gets a replayer.
         .target(name: "CFuzzer"),
-        .target(name: "FuzzTargets", dependencies: ["Addresses", "Daemon", "Directory", "Screening", "Configuration", "TextFormats", "TextRules", "SIP", "CFuzzer"]),
+        .target(name: "FuzzTargets", dependencies: ["Addresses", "Answering", "Loading", "Directory", "Screening", "Configuration", "TextFormats", "TextRules", "SIP", "CFuzzer"]),
         .executableTarget(name: "lookupd-fuzz", dependencies: ["FuzzTargets", "CFuzzer"]),
         // What every test target shares (Tests/TestSupport): the seeded
         // generator, temporary folders, the built programs' locations, child
@@ -82,6 +85,7 @@ let package = Package(
         .testTarget(name: "DirectoryTests", dependencies: ["Directory", "TextFormats", "TextRules", "SystemCalls", "TestSupport"]),
         .testTarget(name: "ScreeningTests", dependencies: ["Screening", "Directory", "Configuration", "Loading", "Addresses", "TextFormats", "TestSupport"]),
         .testTarget(name: "SIPTests", dependencies: ["SIP", "CSIPLexer", "TestSupport"]),
+        .testTarget(name: "AnsweringTests", dependencies: ["Answering", "Loading", "Configuration", "Directory", "Screening", "SIP", "Addresses", "TestSupport"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "SIP", "Screening", "Directory", "Configuration", "Loading", "Addresses", "lookupd", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["lookupd", "Configuration", "Directory", "TestSupport"]),
         .testTarget(name: "FeedTests", dependencies: ["Feeds", "FeedRecords", "Configuration", "Directory", "TextFormats", "SystemCalls", "lookupd", "TestSupport"]),

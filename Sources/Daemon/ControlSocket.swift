@@ -175,6 +175,8 @@ final class ControlServer {
 }
 
 /// Talks to a running daemon's control socket (`lookupd stats`, `lookupd reload`).
+///
+/// Threading: any thread (each call opens its own connection).
 public enum ControlClient {
     /// Sends `command` and returns the whole answer.
     public static func send(_ command: String, to path: String, timeout: Int = 600) throws(SystemError) -> String {

@@ -1,3 +1,4 @@
+import Answering
 import Addresses
 import SystemCalls
 import Configuration
@@ -299,11 +300,9 @@ final class HTTPListener: @unchecked Sendable {
             }
             let callee = query.value("callee") ?? []
             let screening = set.screening
-            let time = screening.usesTime ? set.clock.now() : nil
+            let now = WallTime.now()
             let decision = number.withUnsafeBytes { caller in
-                callee.withUnsafeBytes { callee in
-                    screening.decide(caller: caller, context: CallContext(callee: callee, time: time))
-                }
+                callee.withUnsafeBytes { callee in set.lookup(caller: caller, callee: callee, now: now) }
             }
             if let damaged = decision.damagedDirectory {
                 // No answer from a directory that failed its checksums (or without it).
@@ -355,7 +354,9 @@ final class HTTPListener: @unchecked Sendable {
     }
 }
 
-/// One HTTP connection's buffers. Used by the listener thread only.
+/// One HTTP connection's buffers.
+///
+/// Threading: the listener thread only.
 final class HTTPConnection {
     enum Received { case data, closed, error }
 

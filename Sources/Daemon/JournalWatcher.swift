@@ -1,3 +1,4 @@
+import Answering
 import Configuration
 import Directory
 import Glibc
@@ -54,7 +55,7 @@ final class JournalWatcher {
             }
             tracked.append(entry)
         }
-        return screening === set.screening ? set : ServingSet(generation: set.generation, config: set.config, screening: screening, zone: set.clock.rules)
+        return screening === set.screening ? set : set.with(screening: screening, generation: set.generation)
     }
 
     /// Looks at every journal and directory file; a new set when something

@@ -1,3 +1,5 @@
+import Answering
+
 /// Time from receiving a request to sending its answer, in fixed buckets,
 /// one histogram per transport, written by one thread.
 ///
@@ -5,6 +7,8 @@
 /// connection) arrives and one when its answers are sent, and count every
 /// answer of the batch with that duration: two clock reads per batch, not
 /// per request, at the price of charging each request its batch's whole time.
+///
+/// Threading: one writer (its worker, or the HTTP thread for `.http`), any reader.
 final class LatencyHistogram: @unchecked Sendable {
     enum Transport: Int, CaseIterable { case udp, tcp, http }
     /// Upper bounds in nanoseconds (10 µs ... 1 s); one more slot for +Inf.

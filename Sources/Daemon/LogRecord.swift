@@ -1,3 +1,4 @@
+import Answering
 import TextFormats
 
 // Reading decision-log lines back (`lookupd log`, the status page's

@@ -1,3 +1,4 @@
+import Answering
 import CIntrinsics
 import Configuration
 import Glibc
@@ -5,7 +6,10 @@ import Screening
 import Synchronization
 import SystemCalls
 
-/// Reload outcomes, written by the control loop and read by the HTTP thread.
+/// Reload outcomes.
+///
+/// Threading: written by the reload thread, read by the control and HTTP threads (atomics
+/// and a mutex).
 final class ServiceStatus: Sendable {
     let reloads = Atomic<Int>(0)
     let failedReloads = Atomic<Int>(0)
@@ -25,7 +29,9 @@ final class ServiceStatus: Sendable {
     var lastReloadError: String? { lastError.withLock { $0 } }
 }
 
-/// Counters of the HTTP listener (docs/OPERATIONS.md), written by its thread.
+/// Counters of the HTTP listener (docs/OPERATIONS.md).
+///
+/// Threading: the listener thread writes, any thread reads.
 final class HTTPCounters: @unchecked Sendable {
     enum Endpoint: Int, CaseIterable {
         /// page: the status page's files (`/`, `/status.css`, `/status.js`).
@@ -65,6 +71,8 @@ final class HTTPCounters: @unchecked Sendable {
 /// The operations families of the exposition text: verdicts by source, the
 /// answer-time histogram, the HTTP listener and the decision log. Appended
 /// to what `lookupd stats` prints, so /metrics and stats show the same.
+///
+/// Threading: built and written on the thread that asks (control or HTTP), from counters.
 struct OperationsMetrics {
     let workers: [Worker]
     let set: ServingSet

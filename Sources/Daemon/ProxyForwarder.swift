@@ -1,3 +1,4 @@
+import Answering
 import Addresses
 import SystemCalls
 import Configuration
@@ -5,75 +6,11 @@ import Glibc
 import SIP
 import Synchronization
 
-/// The peer of an accepted SIP TCP connection: where a response with this `received`/`rport`
-/// must go.
-struct PeerKey: Hashable, Sendable {
-    var ip: IPAddress
-    var port: UInt16
-}
-
-/// Bytes for a TCP connection another worker holds.
-final class ProxyInbox: Sendable {
-    let fd: Int32
-    private let items = Locked<[(PeerKey, [UInt8])]>([])
-
-    init() throws(SystemError) {
-        fd = (try? Poll.makeEventCounter()) ?? -1
-        guard fd >= 0 else { throw SystemError("eventfd for the proxy inbox") }
-    }
-
-    deinit { close(fd) }
-
-    func post(_ bytes: [UInt8], to key: PeerKey) {
-        items.withLock { $0.append((key, bytes)) }
-        Poll.post(fd)
-    }
-
-    func take() -> [(PeerKey, [UInt8])] {
-        Poll.drain(fd)
-        return items.withLock { list in
-            let taken = list
-            list.removeAll()
-            return taken
-        }
-    }
-}
-
-/// Which worker holds the TCP connection to which peer. A response from the upstream reaches
-/// whichever worker owns the upstream socket; the caller's connection may be another's.
-/// One daemon per process, so one hub per process.
-final class ProxyHub: Sendable {
-    static let shared = ProxyHub()
-
-    private struct State {
-        var owners: [PeerKey: Int] = [:]
-        var inboxes: [Int: ProxyInbox] = [:]
-    }
-    private let state = Locked(State())
-
-    func join(worker: Int, inbox: ProxyInbox) { state.withLock { $0.inboxes[worker] = inbox } }
-    func leave(worker: Int) {
-        state.withLock { s in
-            s.inboxes[worker] = nil
-            s.owners = s.owners.filter { $0.value != worker }
-        }
-    }
-    func connected(_ key: PeerKey, worker: Int) { state.withLock { $0.owners[key] = worker } }
-    func disconnected(_ key: PeerKey, worker: Int) {
-        state.withLock { s in if s.owners[key] == worker { s.owners[key] = nil } }
-    }
-
-    /// Hands `bytes` to the worker holding the connection to `key`; false when none does.
-    func post(_ bytes: UnsafeRawBufferPointer, to key: PeerKey) -> Bool {
-        guard let inbox = state.withLock({ s in s.owners[key].flatMap { s.inboxes[$0] } }) else { return false }
-        inbox.post(Array(bytes), to: key)
-        return true
-    }
-}
-
 /// One worker's side of proxy mode: its way to the upstream (a connected UDP socket, or a TCP
 /// connection kept open and reopened when it drops), and the delivery of responses back along
-/// the Via path. Used by its worker's thread only.
+/// the Via path.
+///
+/// Threading: its worker's thread only.
 final class ProxyForwarder {
     /// Seconds the upstream counts as down after a refused connection or an ICMP error: calls
     /// get 503 at once instead of waiting for timeouts, and the next try comes after this.
@@ -222,27 +159,27 @@ final class ProxyForwarder {
     /// answered or forwarded (the worker times those for lookupd_response_duration_seconds).
     @discardableResult
     func received(_ bytes: UnsafeRawBufferPointer, transport: ListenAddress.Transport, from source: PeerKey, udpFD listenFD: Int32?,
-                  responder: inout Responder, set: ServingSet, log: inout LogBuffer) -> Bool {
+                  answerer: inout Answerer, set: ServingSet, now: WallTime, log: inout LogLines) -> Bool {
         context.upstreamAvailable = upstreamAvailable
-        let action = responder.proxy(bytes, transport: transport, sourceIP: source.ip, sourcePort: source.port, fromUpstream: false,
-                                     set: set, context: context, into: out, fallback: side, log: &log)
+        let action = answerer.answer(bytes, from: MessageSource(ip: source.ip, port: source.port, transport: transport), set: set,
+                                     proxy: context, now: now, into: out, fallback: side, log: &log)
         let reply: Reply = listenFD.map { .udp(fd: $0, source) } ?? .tcp(source)
         perform(action, reply: reply)
         switch action {
-        case .reply, .upstream, .downstream: return true
+        case .reply, .forward, .relay: return true
         case .none, .probeAnswered: return false
         }
     }
 
-    private func perform(_ action: ProxyAction, reply: Reply) {
+    private func perform(_ action: Action, reply: Reply) {
         switch action {
         case .none:
             break
         case .reply(let n):
             send(UnsafeRawBufferPointer(rebasing: out[0..<n]), to: reply)
-        case .upstream(let n, let fallback):
+        case .forward(let n, let fallback):
             sendUpstream(UnsafeRawBufferPointer(rebasing: out[0..<n]), fallback: UnsafeRawBufferPointer(rebasing: side[0..<fallback]), reply: reply)
-        case .downstream(let n, let hop):
+        case .relay(let n, let hop):
             sendDownstream(UnsafeRawBufferPointer(rebasing: out[0..<n]), hop)
         case .probeAnswered:
             counters.add(.proxyProbesAnswered)
@@ -316,7 +253,8 @@ final class ProxyForwarder {
 
     // MARK: - Events on the upstream socket or connection, and the inbox
 
-    func event(_ fd: Int32, flags: UInt32, responder: inout Responder, set: ServingSet, log: inout LogBuffer) {
+    func event(_ fd: Int32, flags: UInt32, answerer: inout Answerer, set: ServingSet, log: inout LogLines) {
+        let now = WallTime.now()
         if fd == inbox.fd {
             for (key, bytes) in inbox.take() {
                 let ok = bytes.withUnsafeBytes { deliverTCP(key, $0) }
@@ -325,7 +263,7 @@ final class ProxyForwarder {
             return
         }
         if fd == udpFD {
-            receiveUDP(responder: &responder, set: set, log: &log)
+            receiveUDP(answerer: &answerer, set: set, now: now, log: &log)
             return
         }
         guard let tcp, fd == tcp.fd else { return }
@@ -343,12 +281,12 @@ final class ProxyForwarder {
         if flags & Poll.writable != 0, !tcp.flushIfConnected(epfd: epfd) { connectionLost(); return }
         guard flags & (Poll.readable | Poll.peerClosed | Poll.hangUp | Poll.error) != 0 else { return }
         let open = tcp.receive { bytes in
-            handleFromUpstream(bytes, transport: .tcp, responder: &responder, set: set, log: &log)
+            handleFromUpstream(bytes, transport: .tcp, answerer: &answerer, set: set, now: now, log: &log)
         }
         if !open { connectionLost() }
     }
 
-    private func receiveUDP(responder: inout Responder, set: ServingSet, log: inout LogBuffer) {
+    private func receiveUDP(answerer: inout Answerer, set: ServingSet, now: WallTime, log: inout LogLines) {
         for _ in 0..<64 {
             let n: Int
             do { n = try Socket.receive(udpFD, into: receiveBuffer, flags: Int32(MSG_DONTWAIT) | Int32(MSG_TRUNC)) } catch {
@@ -357,18 +295,18 @@ final class ProxyForwarder {
             }
             let length = min(n, receiveBuffer.count)
             handleFromUpstream(UnsafeRawBufferPointer(rebasing: receiveBuffer[0..<length]), transport: .udp,
-                               responder: &responder, set: set, log: &log)
+                               answerer: &answerer, set: set, now: now, log: &log)
         }
     }
 
     private func handleFromUpstream(_ bytes: UnsafeRawBufferPointer, transport: ListenAddress.Transport,
-                                    responder: inout Responder, set: ServingSet, log: inout LogBuffer) {
+                                    answerer: inout Answerer, set: ServingSet, now: WallTime, log: inout LogLines) {
         // Anything the upstream says shows it is there.
         downUntil = 0
         unanswered = 0
         context.upstreamAvailable = true
-        let action = responder.proxy(bytes, transport: transport, sourceIP: upstream.host, sourcePort: upstream.port, fromUpstream: true,
-                                     set: set, context: context, into: out, fallback: side, log: &log)
+        let action = answerer.answer(bytes, from: MessageSource(ip: upstream.host, port: upstream.port, transport: transport, fromUpstream: true),
+                                     set: set, proxy: context, now: now, into: out, fallback: side, log: &log)
         switch action {
         case .reply(let n):
             // Refusals go back the way the request came.

@@ -1,3 +1,4 @@
+import Answering
 import SystemCalls
 import Configuration
 import Directory

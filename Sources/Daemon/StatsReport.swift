@@ -1,8 +1,11 @@
+import Answering
 import Directory
 
 /// The daemon's counters and state in the Prometheus text exposition
 /// format: what `lookupd stats` prints. Totals first, then each worker's
 /// share with a `worker` label.
+///
+/// Threading: built on the thread that asks, reading counters other threads write.
 struct StatsReport {
     let workers: [Worker]
     let set: ServingSet

@@ -1,3 +1,4 @@
+import Answering
 import Directory
 import FeedRecords
 import Screening
@@ -167,7 +168,7 @@ struct StatusDocument {
             w.field("prefix_rules", d.file.prefixRuleCount)
             w.field("version", header.directoryVersion)
             w.field("checksum", hex16(header.contentChecksum))
-            w.field("active_now", d.active.map { $0.contains(set.clock.now()) } ?? true)
+            w.field("active_now", d.active.map { $0.contains(set.policy.zone.localTime(utc: wallClockSeconds())) } ?? true)
             w.key("journal")
             w.beginObject()
             w.field("entries", d.overlay.count)

@@ -1,3 +1,4 @@
+import Answering
 import Glibc
 
 /// The operator's status page on `http-listen` (docs/OPERATIONS.md): `/`

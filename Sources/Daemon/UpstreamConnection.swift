@@ -5,7 +5,9 @@ import Glibc
 import SIP
 
 /// A worker's TCP connection to the upstream: opened on the first request, reused for every
-/// later one, reopened on the next request after it drops. Used by its worker's thread only.
+/// later one, reopened on the next request after it drops.
+///
+/// Threading: its worker's thread only.
 final class UpstreamConnection {
     enum State { case closed, connecting, connected }
     enum OpenResult { case connected, connecting, failed }

@@ -1,3 +1,4 @@
+import Answering
 import Glibc
 import Screening
 

@@ -1,41 +1,10 @@
+import Answering
 import Addresses
 import SystemCalls
 import Configuration
 import Glibc
 import SIP
 import Synchronization
-
-/// The serving set in force, swapped whole on reload.
-///
-/// Workers read `generation` (one relaxed atomic load) per batch and take
-/// the lock only when it changed, so a reload costs the hot path nothing
-/// until it happens; a worker keeps its reference to the old set until it
-/// has finished the batch in hand.
-public final class CurrentSet: Sendable {
-    private let box: Locked<ServingSet>
-    private let published: Atomic<UInt64>
-
-    init(_ set: ServingSet) {
-        box = Locked(set)
-        published = Atomic(set.generation)
-    }
-
-    var generation: UInt64 { published.load(ordering: .acquiring) }
-
-    func get() -> ServingSet { box.withLock { $0 } }
-
-    func replace(_ set: ServingSet) {
-        box.withLock { $0 = set }
-        published.store(set.generation, ordering: .releasing)
-    }
-}
-
-/// Set once to ask every thread to stop.
-final class StopFlag: Sendable {
-    private let flag = Atomic<Bool>(false)
-    var isSet: Bool { flag.load(ordering: .relaxed) }
-    func set() { flag.store(true, ordering: .relaxed) }
-}
 
 /// One worker thread: its own UDP socket (and TCP listener) per listen
 /// address, bound with SO_REUSEPORT so the kernel spreads the load, its own
@@ -68,13 +37,16 @@ final class Worker: @unchecked Sendable {
     // Only this worker's thread touches these, and never in overlapping accesses: they opt out
     // of the run-time exclusivity checks that would otherwise run for every message.
     @exclusivity(unchecked) private var set: ServingSet
-    @exclusivity(unchecked) private var responder: Responder
+    @exclusivity(unchecked) private var answerer: Answerer
     @exclusivity(unchecked) private var log: LogBuffer
     private let maxMessageSize: Int
     /// Proxy mode: the way to the upstream and back (nil in redirect mode).
     private var proxy: ProxyForwarder?
     /// Proxy mode: accepted connections by peer, for responses routed by `received`/`rport`.
     private var peerIndex: [PeerKey: Int32] = [:]
+
+    /// Redirect mode keeps no 503 for later.
+    static var noFallback: UnsafeMutableRawBufferPointer { UnsafeMutableRawBufferPointer(start: nil, count: 0) }
 
     // UDP batch buffers, allocated once.
     static let batch = 32
@@ -98,7 +70,7 @@ final class Worker: @unchecked Sendable {
         self.set = set
         maxMessageSize = set.config.maxMessageSize
         let parser = SIPParser(maxMessageSize: maxMessageSize, toTagKey: toTagKey)
-        responder = Responder(parser: parser, counters: counters, verdictSources: verdictSources)
+        answerer = Answerer(parser: parser, counters: counters, verdictSources: verdictSources)
         log = LogBuffer(level: set.config.logLevel, sink: logSink)
 
         inSlot = maxMessageSize + 1
@@ -197,7 +169,7 @@ final class Worker: @unchecked Sendable {
                     } else if tcpListeners.contains(fd) {
                         accept(fd)
                     } else if let proxy, proxy.owns(fd) {
-                        proxy.event(fd, flags: flags, responder: &responder, set: set, log: &log)
+                        proxy.event(fd, flags: flags, answerer: &answerer, set: set, log: &log.lines)
                     } else {
                         serveTCP(fd, flags: flags)
                     }
@@ -230,6 +202,7 @@ final class Worker: @unchecked Sendable {
             let received = Socket.receiveBatch(fd, inMessages, count: Worker.batch, flags: Int32(MSG_DONTWAIT))
             if received <= 0 { return }
             let receivedAt = monotonicNanoseconds()
+            let now = WallTime.now()
             var replies = 0
             // Proxy mode: requests answered or forwarded, timed like the answers.
             var proxied = 0
@@ -246,12 +219,12 @@ final class Worker: @unchecked Sendable {
                 }
                 if let proxy {
                     if proxy.received(input, transport: .udp, from: PeerKey(ip: ip, port: port), udpFD: fd,
-                                      responder: &responder, set: set, log: &log) { proxied += 1 }
+                                      answerer: &answerer, set: set, now: now, log: &log.lines) { proxied += 1 }
                     continue
                 }
-                let answer = responder.respond(to: input, transport: .udp, sourceIP: ip, sourcePort: port,
-                                               set: set, into: out, log: &log)
-                guard answer > 0 else { continue }
+                let action = answerer.answer(input, from: MessageSource(ip: ip, port: port, transport: .udp), set: set,
+                                             proxy: nil, now: now, into: out, fallback: Worker.noFallback, log: &log.lines)
+                guard case .reply(let answer) = action else { continue }
                 if answer > 65507 { counters.add(.responseTooLarge); continue }
                 outVectors[replies] = iovec(iov_base: out.baseAddress, iov_len: answer)
                 outMessages[replies] = MessageHeader()
@@ -294,8 +267,8 @@ final class Worker: @unchecked Sendable {
             let (ip, port) = withUnsafePointer(to: &storage) { SocketAddress.decode(UnsafeRawPointer($0)) }
             // Judged at accept, before the connection holds anything: sources outside
             // allow-from never take the places of allowed ones (tcp-max-connections).
-            let refused = !set.isAllowed(ip)
-            if refused && (set.config.refusalAction == .drop || refusedConnections >= Worker.refusedConnectionLimit) {
+            let refused = !set.policy.allows(ip)
+            if refused && (set.policy.dropsRefused || refusedConnections >= Worker.refusedConnectionLimit) {
                 counters.add(.tcpRefusedACL)
                 close(fd)
                 continue
@@ -324,53 +297,42 @@ final class Worker: @unchecked Sendable {
             if !connection.hasPendingOutput { rewatch(fd, Poll.readable | Poll.peerClosed) }
         }
         guard flags & (Poll.readable | Poll.peerClosed | Poll.hangUp | Poll.error) != 0 else { return }
-        let framer = SIPStreamFramer(maxMessageSize: maxMessageSize)
+        let reader = StreamReader(maxMessageSize: maxMessageSize, counters: counters)
         var open = true
         let receivedAt = monotonicNanoseconds()
+        let now = WallTime.now()
+        let source = MessageSource(ip: connection.ip, port: connection.port, transport: .tcp)
+        let out = UnsafeMutableRawBufferPointer(start: outBuffers, count: outSlot)
         var answered = 0
         // Read what is there (bounded, so one connection cannot starve the others).
         for _ in 0..<8 {
             let got = connection.receive()
             if got < 0 { open = false; break }
             if got == 0 { break }
-            // Frame and answer every complete message in the buffer.
-            framing: while true {
-                let frame = connection.withReceived { framer.frame($0) }
-                switch frame {
-                case .needMore:
-                    break framing
-                case .keepAlive(let consume, let pong):
-                    connection.consume(consume)
-                    counters.add(.tcpKeepalives)
-                    if pong { connection.queue([0x0D, 0x0A]) }
-                case .message(let length):
-                    if let proxy {
-                        let handled = connection.withReceived { bytes in
-                            proxy.received(UnsafeRawBufferPointer(rebasing: bytes[0..<length]), transport: .tcp,
-                                           from: PeerKey(ip: connection.ip, port: connection.port), udpFD: nil,
-                                           responder: &responder, set: set, log: &log)
+            // Answer every complete message in the buffer, queueing what goes back.
+            let (consumed, close) = connection.withReceived { received in
+                reader.read(received) { event in
+                    switch event {
+                    case .pong:
+                        connection.queue([0x0D, 0x0A])
+                    case .message(let bytes):
+                        if let proxy {
+                            if proxy.received(bytes, transport: .tcp, from: PeerKey(ip: connection.ip, port: connection.port), udpFD: nil,
+                                              answerer: &answerer, set: set, now: now, log: &log.lines) { answered += 1 }
+                            return
                         }
-                        if handled { answered += 1 }
-                        connection.consume(length)
-                        continue
+                        let action = answerer.answer(bytes, from: source, set: set, proxy: nil, now: now, into: out,
+                                                     fallback: Worker.noFallback, log: &log.lines)
+                        if case .reply(let n) = action {
+                            connection.queue(UnsafeRawBufferPointer(rebasing: out[0..<n]))
+                            answered += 1
+                        }
                     }
-                    let out = UnsafeMutableRawBufferPointer(start: outBuffers, count: outSlot)
-                    let answer = connection.withReceived { bytes in
-                        responder.respond(to: UnsafeRawBufferPointer(rebasing: bytes[0..<length]), transport: .tcp,
-                                          sourceIP: connection.ip, sourcePort: connection.port, set: set, into: out, log: &log)
-                    }
-                    connection.consume(length)
-                    if answer > 0 {
-                        connection.queue(UnsafeRawBufferPointer(rebasing: out[0..<answer]))
-                        answered += 1
-                    }
-                case .invalid(let error):
-                    counters.add(error == .tooLarge ? .tooLarge : .tcpClosedInvalid)
-                    open = false
-                    break framing
                 }
             }
-            if !open { break }
+            // Only what was answered: a message still arriving keeps its start time (slowloris).
+            if consumed > 0 { connection.consume(consumed) }
+            if close { open = false; break }
         }
         if connection.peerClosed && connection.receivedCount == 0 { open = false }
         if open {
@@ -425,80 +387,4 @@ final class Worker: @unchecked Sendable {
             }
         }
     }
-}
-
-/// One SIP TCP connection's buffers. Used by its worker thread only.
-final class TCPConnection {
-    /// Seconds a peer has to complete a message once it has started one.
-    static let messageTimeout = 10.0
-    /// Unsent response bytes tolerated before a peer that does not read is cut off.
-    static let maxPendingOutput = 256 * 1024
-
-    let fd: Int32
-    let ip: IPAddress
-    let port: UInt16
-    /// From a source outside allow-from: its requests are answered 403; closed after 5 s idle.
-    let refused: Bool
-    private var input: UnsafeMutableRawPointer
-    private let inputCapacity: Int
-    private(set) var receivedCount = 0
-    private var output = PendingOutput()
-    private(set) var lastActivity: Double
-    private(set) var messageStarted: Double
-    private(set) var peerClosed = false
-
-    init(fd: Int32, ip: IPAddress, port: UInt16, capacity: Int, now: Double, refused: Bool = false) {
-        self.fd = fd
-        self.ip = ip
-        self.port = port
-        self.refused = refused
-        // Room for a whole message of the maximum size, plus one byte so that
-        // an oversized one is seen as such by the framer.
-        inputCapacity = capacity + 1
-        input = .allocate(byteCount: inputCapacity, alignment: 16)
-        lastActivity = now
-        messageStarted = now
-    }
-
-    deinit { input.deallocate() }
-
-    var hasPendingOutput: Bool { !output.isEmpty }
-    var pendingOutput: Int { output.count }
-
-    /// Reads into the free space: > 0 bytes read, 0 nothing to read now, -1 error.
-    func receive() -> Int {
-        let space = inputCapacity - receivedCount
-        if space == 0 { return 0 }
-        let n: Int
-        do { n = try FileDescriptor(rawValue: fd).read(into: UnsafeMutableRawBufferPointer(start: input + receivedCount, count: space)) } catch {
-            return error == .wouldBlock ? 0 : -1
-        }
-        if n > 0 {
-            let now = monotonicNow()
-            if receivedCount == 0 { messageStarted = now }
-            receivedCount += n
-            lastActivity = now
-            return n
-        }
-        peerClosed = true
-        return 0
-    }
-
-    func withReceived<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
-        body(UnsafeRawBufferPointer(start: input, count: receivedCount))
-    }
-
-    func consume(_ count: Int) {
-        let rest = receivedCount - count
-        if rest > 0 { memmove(input, input + count, rest) }
-        receivedCount = rest
-        messageStarted = monotonicNow()
-    }
-
-    func queue(_ bytes: UnsafeRawBufferPointer) { output.append(bytes) }
-
-    func queue(_ bytes: [UInt8]) { output.append(bytes) }
-
-    /// Writes as much pending output as the socket takes. False on a write error.
-    func flush() -> Bool { output.flush(to: fd) }
 }

@@ -1,6 +1,5 @@
 import Addresses
 import Configuration
-import Daemon
 import Directory
 import Glibc
 import Screening

@@ -165,7 +165,7 @@ extension SIPRequest {
         guard s.state == .request else { throw .noRequest }
         guard isIPAddressText(f.via.host), isTokenString(f.via.transport) else { throw .invalidSourceAddress }
         guard isIPAddressText(f.source.ip) else { throw .invalidSourceAddress }
-        // The transport is the Responder's to check; here only that the Via can carry the source.
+        // The transport is the Answerer's to check; here only that the Via can carry the source.
         guard proxyViaProblem(transport: s.topVia.transport.string) == nil else { throw .unroutableVia }
         guard isTokenString(f.labelHeaderName) else { throw .invalidLabelHeaderName }
         let mark = s.arena.used

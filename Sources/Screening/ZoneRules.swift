@@ -395,13 +395,35 @@ enum CivilDate {
         return era * 146097 + dayOfEra - 719468
     }
 
-    static func year(ofDay days: Int64) -> Int64 {
+    static func year(ofDay days: Int64) -> Int64 { date(ofDay: days).year }
+
+    static func date(ofDay days: Int64) -> (year: Int64, month: Int, day: Int) {
         let z = days + 719468
         let era = floorDivide(z, 146097)
         let dayOfEra = z - era * 146097
         let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146096) / 365
         let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
         let monthIndex = (5 * dayOfYear + 2) / 153
-        return yearOfEra + era * 400 + (monthIndex >= 10 ? 1 : 0)
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), Int(month), Int(day))
+    }
+}
+
+/// A moment as a UTC calendar date and time of day (proleptic Gregorian), worked out without
+/// the C library: for timestamps such as the decision log's.
+///
+/// Threading: a plain value; `Sendable`.
+public struct UTCTime: Sendable, Equatable {
+    public let year: Int64
+    public let month, day, hour, minute, second: Int
+
+    public init(seconds utc: Int64) {
+        let days = CivilDate.floorDivide(utc, 86400)
+        (year, month, day) = CivilDate.date(ofDay: days)
+        let rest = Int(utc - days * 86400)
+        hour = rest / 3600
+        minute = rest / 60 % 60
+        second = rest % 60
     }
 }

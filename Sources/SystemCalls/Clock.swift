@@ -23,3 +23,10 @@ public func wallClockSeconds() -> Int64 {
     clock_gettime(CLOCK_REALTIME, &ts)
     return Int64(ts.tv_sec)
 }
+
+/// The wall clock to the nanosecond: seconds since the epoch (UTC) and the nanoseconds into it.
+public func wallClock() -> (seconds: Int64, nanoseconds: Int32) {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return (Int64(ts.tv_sec), Int32(ts.tv_nsec))
+}

@@ -130,4 +130,26 @@ final class ZoneRulesTests: XCTestCase {
         }
         XCTAssertEqual(disagreements, [])
     }
+
+    /// The decision log's timestamps, against `date -u`: leap days, centuries, before 1970.
+    func testUTCTimeAgreesWithGlibc() throws {
+        let folder = TemporaryFolder("utc")
+        defer { folder.cleanup() }
+        var moments: [Int64] = [0, -1, 951_782_399, 951_782_400, 951_868_799, 4_107_542_399, -2_208_988_801]
+        var t: Int64 = -2_208_988_800
+        while t < 4_102_444_800 { moments.append(t); t += 86_400 * 11 + 3_671 }
+        let input = folder.write("moments", moments.map { "@\($0)" }.joined(separator: "\n") + "\n")
+        let result = try runCommand("/usr/bin/date", ["-u", "-f", input, "+%Y-%m-%dT%H:%M:%S"], folder: folder.path, timeout: 60,
+                                    environment: ["LC_ALL": "C"])
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.count, moments.count)
+        func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        var disagreements: [String] = []
+        for (moment, line) in zip(moments, lines) {
+            let u = UTCTime(seconds: moment)
+            let text = "\(u.year)-\(two(u.month))-\(two(u.day))T\(two(u.hour)):\(two(u.minute)):\(two(u.second))"
+            if text != line, disagreements.count < 10 { disagreements.append("@\(moment): date \(line), UTCTime \(text)") }
+        }
+        XCTAssertEqual(disagreements, [])
+    }
 }

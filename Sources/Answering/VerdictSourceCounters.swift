@@ -5,11 +5,15 @@ import Screening
 /// that reorders directories carries a position's count over to the
 /// directory now in that place (Prometheus sees a counter that may jump;
 /// restarts have the same effect).
-final class VerdictSourceCounters: @unchecked Sendable {
-    static let directorySlots = 64
+///
+/// Threading: one writer thread (its worker), any number of readers.
+public final class VerdictSourceCounters: @unchecked Sendable {
+    public static let directorySlots = 64
     /// none, directories, more directories, contacts, callee contacts, one per policy rule.
-    static let sourceSlots = 1 + directorySlots + 1 + 2 + PolicyRule.allCases.count
+    public static let sourceSlots = 1 + directorySlots + 1 + 2 + PolicyRule.allCases.count
     private let block = CounterBlock(count: Verdict.allCases.count * VerdictSourceCounters.sourceSlots)
+    public init() {}
+
     private static let verdictIndex: [Verdict: Int] = Dictionary(uniqueKeysWithValues: Verdict.allCases.enumerated().map { ($1, $0) })
 
     @inline(__always)
@@ -41,12 +45,12 @@ final class VerdictSourceCounters: @unchecked Sendable {
         }
     }
 
-    func value(verdict: Verdict, slot: Int) -> UInt64 {
+    public func value(verdict: Verdict, slot: Int) -> UInt64 {
         block.value(VerdictSourceCounters.index(verdict) * VerdictSourceCounters.sourceSlots + slot)
     }
 
     /// The label value for a slot, with the directory names of `set`.
-    static func sourceName(_ slot: Int, set: ScreeningSet) -> String? {
+    public static func sourceName(_ slot: Int, set: ScreeningSet) -> String? {
         switch slot {
         case 0: return "none"
         case 1...directorySlots:

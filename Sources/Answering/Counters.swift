@@ -3,6 +3,8 @@ import Screening
 
 /// Every event the daemon counts. Kamailio's rule: a counter for everything
 /// that can go wrong, so an operator can see what was refused and why.
+///
+/// Threading: a plain value; `Sendable`.
 public enum Counter: Int, CaseIterable, Sendable {
     // Requests by method and transport.
     case udpInvite, udpAck, udpCancel, udpBye, udpOptions, udpRegister, udpOther
@@ -34,10 +36,10 @@ public enum Counter: Int, CaseIterable, Sendable {
     // A UDP answer made smaller (its label left out of PAI, or out) to stay within the amplification bound.
     case responsesTrimmed
 
-    static let methodOffset = 7
+    public static let methodOffset = 7
 
     /// Prometheus name and labels for the exposition text.
-    var metric: (name: String, labels: String) {
+    public var metric: (name: String, labels: String) {
         switch self {
         case .udpInvite: return ("lookupd_requests_total", "method=\"INVITE\",transport=\"udp\"")
         case .udpAck: return ("lookupd_requests_total", "method=\"ACK\",transport=\"udp\"")
@@ -129,7 +131,7 @@ public enum Counter: Int, CaseIterable, Sendable {
         }
     }
 
-    static func verdict(_ verdict: Verdict) -> Counter {
+    public static func verdict(_ verdict: Verdict) -> Counter {
         switch verdict {
         case .blocked: return .verdictBlocked
         case .identified: return .verdictIdentified
@@ -141,7 +143,7 @@ public enum Counter: Int, CaseIterable, Sendable {
         }
     }
 
-    static func response(_ code: Int) -> Counter {
+    public static func response(_ code: Int) -> Counter {
         switch code {
         case 200: return .response200
         case 302: return .response302
@@ -167,8 +169,10 @@ public enum Counter: Int, CaseIterable, Sendable {
 /// One worker's counters. Only the owning worker writes (relaxed atomic
 /// stores, so no locked instructions on the hot path); the control thread
 /// reads them for `lookupd stats`.
+///
+/// Threading: one writer thread (its worker), any number of readers.
 public final class WorkerCounters: @unchecked Sendable {
-    private let slots: UnsafeMutablePointer<UInt64>
+    @usableFromInline let slots: UnsafeMutablePointer<UInt64>
     private static let count = Counter.allCases.count
 
     public init() {
@@ -180,7 +184,7 @@ public final class WorkerCounters: @unchecked Sendable {
 
     deinit { slots.deallocate() }
 
-    @inline(__always)
+    @inlinable
     public func add(_ counter: Counter, _ amount: UInt64 = 1) {
         lookupd_counter_add(slots + counter.rawValue, amount)
     }

@@ -1,14 +1,14 @@
 import Addresses
+import Answering
 import Configuration
-import Glibc
 import Loading
 import SIP
 import Screening
 
 /// Proxy mode's decisions without sockets: a message from a caller or from the upstream in,
-/// the `Responder.proxy` a worker runs, the action out with its bytes. For the proxy-path fuzz
-/// target and its regression tests, so they drive exactly the code a worker runs on what it
-/// receives in `mode = proxy`.
+/// the `Answerer` a worker runs with its proxy context, the action out with its bytes. For the
+/// proxy-path fuzz target and its regression tests, so they drive exactly the code a worker
+/// runs on what it receives in `mode = proxy`.
 ///
 /// Threading: one thread at a time (it owns a parser and its buffers).
 public final class ProxyPathHarness {
@@ -26,12 +26,13 @@ public final class ProxyPathHarness {
 
     public let counters = WorkerCounters()
     private let set: ServingSet
-    private var responder: Responder
-    private var log: LogBuffer
+    private var answerer: Answerer
+    private var log: LogLines
     private let out: UnsafeMutableRawBufferPointer
     private let side: UnsafeMutableRawBufferPointer
-    private let sink: Int32
-    private var context: ProxyContext
+    private let context: ProxyContext
+    /// The clock stands still.
+    private let now = WallTime(seconds: 1_700_000_000)
     /// The address requests leave from toward the upstream (its Via sent-by).
     public let via: SIPViaAddress
     public let upstream: (host: IPAddress, port: UInt16)
@@ -41,9 +42,9 @@ public final class ProxyPathHarness {
     public init(config: LookupdConfig, screening: ScreeningSet, branchKey: UInt64 = 7, upstreamAvailable: Bool = true) {
         set = ServingSet(generation: 1, config: config, screening: screening, zone: (try? ZoneLoader.load(config.timeZone)) ?? .utc)
         let size = 2 * config.maxMessageSize + 4096
-        responder = Responder(parser: SIPParser(maxMessageSize: config.maxMessageSize, toTagKey: branchKey ^ 1), counters: counters)
-        sink = open("/dev/null", O_WRONLY | O_CLOEXEC)
-        log = LogBuffer(level: config.logLevel, fd: sink)
+        answerer = Answerer(parser: SIPParser(maxMessageSize: config.maxMessageSize, toTagKey: branchKey ^ 1), counters: counters)
+        // Every line the configuration asks for is formatted, then thrown away.
+        log = LogLines(level: config.logLevel, writesFile: true, keepsRecent: true)
         out = .allocate(byteCount: size, alignment: 64)
         side = .allocate(byteCount: size, alignment: 64)
         let upstream = config.proxy.upstream ?? UpstreamAddress(host: IPAddress("192.0.2.20")!, port: 5060, transport: .udp)
@@ -58,21 +59,20 @@ public final class ProxyPathHarness {
     deinit {
         out.deallocate()
         side.deallocate()
-        if sink >= 0 { close(sink) }
     }
 
     /// One message received from `ip`:`port` over `transport`; `fromUpstream` when it came on
     /// the upstream's socket or connection.
     public func receive(_ bytes: UnsafeRawBufferPointer, transport: ListenAddress.Transport, from ip: IPAddress, port: UInt16,
                         fromUpstream: Bool) -> Outcome {
-        let action = responder.proxy(bytes, transport: transport, sourceIP: ip, sourcePort: port, fromUpstream: fromUpstream,
-                                     set: set, context: context, into: out, fallback: side, log: &log)
-        log.flush()
+        let action = answerer.answer(bytes, from: MessageSource(ip: ip, port: port, transport: transport, fromUpstream: fromUpstream),
+                                     set: set, proxy: context, now: now, into: out, fallback: side, log: &log)
+        log.removeAll()
         switch action {
         case .none: return .nothing
         case .reply(let n): return .reply(Array(out[0..<n]))
-        case .upstream(let n, _): return .upstream(Array(out[0..<n]))
-        case .downstream(let n, let hop): return .downstream(Array(out[0..<n]), host: hop.host, port: hop.port, transport: hop.transport)
+        case .forward(let n, _): return .upstream(Array(out[0..<n]))
+        case .relay(let n, let hop): return .downstream(Array(out[0..<n]), host: hop.host, port: hop.port, transport: hop.transport)
         case .probeAnswered: return .probeAnswered
         }
     }

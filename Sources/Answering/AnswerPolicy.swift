@@ -1,0 +1,132 @@
+import Addresses
+import Configuration
+import Screening
+import SIP
+
+/// How a serving set answers, compiled once from its configuration when the set is loaded:
+/// who is answered, whose P-Asserted-Identity is believed, the status each verdict gets, the
+/// label header, which protocol checks apply, what a proxied call's display name becomes. A
+/// request never reads configuration types; it reads this.
+///
+/// A class, so that a request borrows it by reference instead of copying a dozen fields.
+///
+/// Threading: immutable, `Sendable`; every worker shares the one in its serving set.
+public final class AnswerPolicy: Sendable {
+    /// nil: every source is answered.
+    let allowFrom: [CIDR]?
+    /// `refuse-action = drop`: a source outside allow-from gets nothing at all.
+    public let dropsRefused: Bool
+    /// `trust-asserted-identity-from`: peers whose P-Asserted-Identity is the caller.
+    let trustedPeers: [CIDR]
+    /// Per directory, in priority order: the answer to a number it blocks.
+    let blockAnswers: [LocalAnswer]
+    /// `block-response`: blocks by a policy, or by a directory without its own.
+    let defaultBlock: LocalAnswer
+    /// Identified callers, contacts and callers a policy labels: 302 to the Request-URI with
+    /// the label and the caller's identity.
+    let labelled: LocalAnswer
+    /// `unknown-response` for callers without a label.
+    let unknown: LocalAnswer
+    /// OPTIONS to lookupd itself, as a redirect server and as a proxy (their Allow differs).
+    let redirectOptions: LocalAnswer
+    let proxyOptions: LocalAnswer
+    public let labelHeader: String
+    /// Proxy mode: `label-format` as the forwarded From's display name.
+    let displayName: [SIPDisplayNamePart]
+    let labelInAssertedIdentity: Bool
+    /// `label-escapes = replace`: quoted strings lookupd writes hold no escapes (`"` and `\`
+    /// of a label become `'` and `/`).
+    let plainQuotedStrings: Bool
+    public let logFormat: LogFormat
+    /// `time-zone`, for `active=` windows.
+    public let zone: ZoneRules
+
+    public init(config: LookupdConfig, zone: ZoneRules) {
+        allowFrom = config.allowFrom
+        dropsRefused = config.refusalAction == .drop
+        trustedPeers = config.trustAssertedIdentityFrom
+        defaultBlock = LocalAnswer(block: config.blockResponse)
+        blockAnswers = config.directories.map { LocalAnswer(block: $0.blockResponse ?? config.blockResponse) }
+        labelled = LocalAnswer(statusCode: 302, reasonPhrase: "Moved Temporarily", contact: .requestURI, assertsIdentity: true)
+        let u = config.unknownResponse
+        unknown = LocalAnswer(statusCode: u.code, reasonPhrase: u.reasonPhrase, contact: u == .redirect ? .requestURI : nil)
+        redirectOptions = LocalAnswer(options: .standard)
+        proxyOptions = LocalAnswer(options: .proxy)
+        labelHeader = config.labelHeader
+        displayName = config.proxy.labelFormat.parts.map {
+            switch $0 {
+            case .text(let t): return .text(t)
+            case .label: return .label
+            case .name: return .originalName
+            }
+        }
+        labelInAssertedIdentity = config.proxy.labelInAssertedIdentity
+        plainQuotedStrings = config.labelEscapes == .replace
+        logFormat = config.operations.logFormat
+        self.zone = zone
+    }
+
+
+    /// Whether `address` may be answered (allow-from).
+    public func allows(_ address: IPAddress) -> Bool {
+        guard let allowFrom else { return true }
+        for block in allowFrom where block.contains(address) { return true }
+        return false
+    }
+
+    func trusts(_ address: IPAddress) -> Bool {
+        for block in trustedPeers where block.contains(address) { return true }
+        return false
+    }
+
+    /// The local answer to an initial INVITE's verdict (redirect mode; proxy mode answers only
+    /// blocked callers itself).
+    func answer(to decision: Decision) -> LocalAnswer {
+        switch decision.verdict {
+        case .blocked:
+            // A directory's own block-response=, else (policies too) the configured one.
+            if case .directory(let i)? = decision.source, i < blockAnswers.count { return blockAnswers[i] }
+            return defaultBlock
+        case .identified, .contact:
+            return labelled
+        case .unknown, .anonymous, .invalid, .bypassed:
+            // A policy's label (anonymous-callers = label, ...) is shown like a directory's.
+            return decision.label != nil ? labelled : unknown
+        }
+    }
+}
+
+/// A final response lookupd gives itself, all but the request-specific parts.
+///
+/// A class, so that choosing one per call copies no strings or arrays.
+///
+/// Threading: immutable; `Sendable`.
+final class LocalAnswer: Sendable {
+    let statusCode: Int
+    let reasonPhrase: String
+    let contact: SIPContact?
+    /// A P-Asserted-Identity with the caller's URI (the 302 of a labelled caller).
+    let assertsIdentity: Bool
+    let headers: [SIPHeaderField]
+
+    init(statusCode: Int, reasonPhrase: String, contact: SIPContact? = nil, assertsIdentity: Bool = false,
+         headers: [SIPHeaderField] = []) {
+        self.statusCode = statusCode
+        self.reasonPhrase = reasonPhrase
+        self.contact = contact
+        self.assertsIdentity = assertsIdentity
+        self.headers = headers
+    }
+
+    /// 200 with `Allow` and `Accept: application/sdp` (dispatcher and qualify probes accept only 200).
+    convenience init(options checks: SIPProtocolPolicy) {
+        self.init(statusCode: 200, reasonPhrase: "OK",
+                  headers: [SIPHeaderField("Allow", checks.allowHeaderValue), SIPHeaderField("Accept", "application/sdp")])
+    }
+
+    /// 603, 607, 608, or 603 with `Reason: SIP;cause=603;text="Network Blocked"` (603+).
+    convenience init(block: BlockResponse) {
+        self.init(statusCode: block.code, reasonPhrase: block.reasonPhrase,
+                  headers: block == .networkBlocked ? [SIPHeaderField("Reason", "SIP;cause=603;text=\"Network Blocked\"")] : [])
+    }
+}

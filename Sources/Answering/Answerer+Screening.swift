@@ -1,0 +1,113 @@
+import Addresses
+import Configuration
+import Screening
+import SIP
+
+/// Who is calling, the call context screening needs beyond the caller, and the counters and
+/// decision-log line of a screened call. The same in redirect and proxy mode.
+extension Answerer {
+    /// P-Asserted-Identity from a trusted peer (a tel: value first, it carries the number
+    /// plainly), otherwise From.
+    func callerIdentity(_ request: SIPRequest, policy: AnswerPolicy, source: IPAddress) -> SIPIdentityURI {
+        guard !policy.trustedPeers.isEmpty, policy.trusts(source) else { return .from }
+        let asserted = request.assertedIdentities
+        if let tel = asserted.indices.first(where: { asserted[$0].uri.scheme == .tel }) { return .assertedIdentity(tel) }
+        return asserted.isEmpty ? .from : .assertedIdentity(asserted.startIndex)
+    }
+
+    /// The verdict for an initial INVITE from `identity`, counted (verdict, its source, the
+    /// policy that acted).
+    func decide(_ request: SIPRequest, caller identity: SIPIdentityURI, set: ServingSet, now: WallTime) -> Decision {
+        var uri = request.from.uri
+        if case .assertedIdentity(let i) = identity { uri = request.assertedIdentities[i].uri }
+        let screening = set.screening
+        let context = CallContext(callee: request.requestURI.user?.bytes ?? UnsafeRawBufferPointer(start: nil, count: 0),
+                                  verstat: Answerer.verstat(uri),
+                                  privacy: request.privacy.contains(.id),
+                                  time: screening.usesTime ? set.policy.zone.localTime(utc: now.seconds) : nil)
+        let decision = screening.decide(caller: uri.userOrNumber?.bytes, context: context)
+        counters.add(Counter.verdict(decision.verdict))
+        verdictSources.add(decision)
+        countPolicy(decision)
+        return decision
+    }
+
+    /// `verstat` as a URI parameter (`tel:+1...;verstat=...`, `sip:...@host;verstat=...`) or,
+    /// as 3GPP TS 24.229 writes it for a sip: URI with user=phone, inside the user part
+    /// (`sip:+1...;verstat=...@host`).
+    static func verstat(_ uri: SIPURI) -> Verstat {
+        if let value = uri.parameters.value("verstat") { return Verstat(value.bytes) }
+        guard let user = uri.rawUser else { return .absent }
+        let bytes = user.bytes
+        let name: StaticString = ";verstat="
+        let count = name.utf8CodeUnitCount
+        guard bytes.count > count else { return .absent }
+        var i = 0
+        while i + count <= bytes.count {
+            var matches = true
+            for k in 0..<count where bytes[i + k] | 0x20 != name.utf8Start[k] | 0x20 {
+                matches = false
+                break
+            }
+            if matches {
+                var end = i + count
+                while end < bytes.count, bytes[end] != UInt8(ascii: ";") { end += 1 }
+                return Verstat(UnsafeRawBufferPointer(rebasing: bytes[(i + count)..<end]))
+            }
+            i += 1
+        }
+        return .absent
+    }
+
+    func countPolicy(_ d: Decision) {
+        if d.inactiveDirectory != nil { counters.add(.policyInactiveDirectory) }
+        guard let policy = d.policy else { return }
+        let blocked = d.verdict == .blocked
+        switch policy {
+        case .bypass: counters.add(.policyBypass)
+        case .anonymous: counters.add(blocked ? .policyAnonymousBlock : .policyAnonymousLabel)
+        case .invalid: counters.add(blocked ? .policyInvalidBlock : .policyInvalidLabel)
+        case .verstatFailed: counters.add(blocked ? .policyVerstatFailedBlock : .policyVerstatFailedLabel)
+        case .verstatNoValidation: counters.add(blocked ? .policyNoValidationBlock : .policyNoValidationLabel)
+        case .contactDistrusted: counters.add(.policyContactDistrusted)
+        }
+    }
+
+    /// The decision log (docs/OPERATIONS.md): one line per call blocked (at notice, so a
+    /// blocked call is never silent short of log-level = warning, and always in the log file),
+    /// identified, a contact's, or one a policy or time window took part in (info); the others
+    /// at debug, and never in the file. `status` 0: forwarded.
+    mutating func logCall(_ request: SIPRequest, _ d: Decision, status: Int, set: ServingSet,
+                          source: SIPSourceAddress, now: WallTime, log: inout LogLines) {
+        let decided = d.verdict == .blocked || d.verdict == .identified || d.verdict == .contact || d.policy != nil
+            || d.inactiveDirectory != nil
+        let level: LogLevel = d.verdict == .blocked ? .notice : decided ? .info : .debug
+        let toFile = decided && log.writesFile
+        guard log.enabled(level) || toFile else { return }
+        let empty = UnsafeRawBufferPointer(start: nil, count: 0)
+        line.begin(set.policy.logFormat, at: now)
+        line.field("verdict", d.verdict.rawValue)
+        if let number = d.number { line.field("caller", number.description) } else { line.field("caller", request.from.uri.userOrNumber?.bytes ?? empty) }
+        line.field("callee", request.requestURI.user?.bytes ?? empty)
+        line.number("response", status)
+        if let label = d.label { set.screening.withLabel(label) { line.field("label", $0) } }
+        if let s = d.source { line.field("source", set.screening.sourceName(s)) }
+        if let m = d.match { line.field("match", m.description) }
+        if let record = d.journalRecord { line.number("record", Int(record)) }
+        if let policy = d.policy { line.field("policy", policy.rawValue) }
+        if let inactive = d.inactiveDirectory { line.field("inactive", set.screening.directories[inactive].name) }
+        // The rule that decided: the entry (exact number or prefix rule), else the policy.
+        if let m = d.match { line.field("rule", m.description) } else if let policy = d.policy { line.field("rule", "policy:" + policy.rawValue) }
+        line.field("call-id", request.callID.bytes)
+        line.field("from", source.ip.contains(":") ? "[\(source.ip)]:\(source.port)" : "\(source.ip):\(source.port)")
+        if let name = request.from.displayName?.bytes, !name.isEmpty { line.field("display-name", name) }
+        line.end()
+        if decided {
+            log.decision(level, line.bytes, recent: d.verdict == .blocked || d.verdict == .identified)
+        } else {
+            log.begin(level)
+            log.appendRaw(line.bytes)
+            log.end()
+        }
+    }
+}

@@ -1,0 +1,191 @@
+import Configuration
+import Screening
+import TextRules
+
+/// Builds one decision-log line in the configured format: ` key=value`
+/// pairs (values quoted and escaped as `LogBuffer.field` does) or a JSON
+/// object. Values come from the caller's SIP message and are escaped so that
+/// no display name or Call-ID can end a line or forge a field.
+///
+/// Threading: one per worker (its scratch buffer is reused call after call).
+public struct DecisionLine {
+    private(set) var bytes: [UInt8] = []
+    private var format: LogFormat = .text
+    private var fields = 0
+    private var clock = WallClockText()
+
+    init() { bytes.reserveCapacity(512) }
+
+    mutating func begin(_ format: LogFormat, at now: WallTime) {
+        self.format = format
+        bytes.removeAll(keepingCapacity: true)
+        fields = 0
+        if format == .json {
+            bytes.append(contentsOf: Array("{\"event\":\"call\"".utf8))
+        } else {
+            bytes.append(contentsOf: Array("call".utf8))
+        }
+        clock.append(now, to: &bytes, json: format == .json)
+    }
+
+    mutating func field(_ key: StaticString, _ value: UnsafeRawBufferPointer) {
+        let name = UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount)
+        if format == .json {
+            bytes.append(contentsOf: [0x2C, 0x22])
+            bytes.append(contentsOf: name)
+            bytes.append(contentsOf: [0x22, 0x3A, 0x22])
+            DecisionLine.appendJSONEscaped(value, to: &bytes)
+            bytes.append(0x22)
+        } else {
+            bytes.append(0x20)
+            bytes.append(contentsOf: name)
+            bytes.append(UInt8(ascii: "="))
+            DecisionLine.appendTextValue(value, to: &bytes)
+        }
+    }
+
+    mutating func field(_ key: StaticString, _ value: String) {
+        var value = value
+        value.withUTF8 { field(key, UnsafeRawBufferPointer($0)) }
+    }
+
+    /// A number field: unquoted in JSON.
+    mutating func number(_ key: StaticString, _ value: Int) {
+        if format == .json {
+            let name = UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount)
+            bytes.append(contentsOf: [0x2C, 0x22])
+            bytes.append(contentsOf: name)
+            bytes.append(contentsOf: [0x22, 0x3A])
+            bytes.append(contentsOf: Array(String(value).utf8))
+        } else {
+            field(key, String(value))
+        }
+    }
+
+    mutating func end() {
+        if format == .json { bytes.append(UInt8(ascii: "}")) }
+    }
+
+    /// A text-format value: as it is when it is plain, else quoted with `"` and `\` escaped,
+    /// control bytes as `\xNN`, bytes that are not UTF-8 as `\xNN`, and the characters that
+    /// could reorder or break what a terminal shows (C1 controls, line separators,
+    /// bidirectional controls and marks) as `\u{XXXX}`. Untrusted text cannot end the line,
+    /// forge a field or turn what follows it around.
+    public static func appendTextValue(_ value: UnsafeRawBufferPointer, to bytes: inout [UInt8]) {
+        if isPlain(value) { bytes.append(contentsOf: value); return }
+        bytes.append(0x22)
+        var i = 0
+        while i < value.count {
+            let c = value[i]
+            switch c {
+            case 0x22, 0x5C: bytes.append(0x5C); bytes.append(c)
+            case 0..<0x20, 0x7F: appendHex(c, prefix: [0x5C, UInt8(ascii: "x")], to: &bytes)
+            case 0x80...:
+                let n = UTF8Rules.sequenceLength(value, at: i)
+                if n == 0 { appendHex(c, prefix: [0x5C, UInt8(ascii: "x")], to: &bytes); break }
+                let scalar = UTF8Rules.scalar(value, at: i, length: n)
+                if isUnsafe(scalar) {
+                    bytes.append(contentsOf: Array("\\u{".utf8))
+                    bytes.append(contentsOf: Array(String(scalar, radix: 16, uppercase: true).utf8))
+                    bytes.append(UInt8(ascii: "}"))
+                } else {
+                    bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: value[i..<(i + n)]))
+                }
+                i += n
+                continue
+            default: bytes.append(c)
+            }
+            i += 1
+        }
+        bytes.append(0x22)
+    }
+
+    /// Printable ASCII without `"`, `\`, `=` or a space, or valid UTF-8 without a character
+    /// that needs escaping.
+    private static func isPlain(_ value: UnsafeRawBufferPointer) -> Bool {
+        guard !value.isEmpty else { return false }
+        var i = 0
+        while i < value.count {
+            let c = value[i]
+            if c <= 0x20 || c == 0x22 || c == 0x5C || c == 0x3D || c == 0x7F { return false }
+            if c < 0x80 { i += 1; continue }
+            let n = UTF8Rules.sequenceLength(value, at: i)
+            if n == 0 || isUnsafe(UTF8Rules.scalar(value, at: i, length: n)) { return false }
+            i += n
+        }
+        return true
+    }
+
+    private static func isUnsafe(_ scalar: UInt32) -> Bool {
+        UnsafeCharacters.isControl(scalar) || UnsafeCharacters.isSeparator(scalar) || UnsafeCharacters.isBidiControl(scalar)
+            || UnsafeCharacters.isBidiMark(scalar)
+    }
+
+    public static func appendJSONEscaped(_ value: UnsafeRawBufferPointer, to bytes: inout [UInt8]) {
+        var i = 0
+        while i < value.count {
+            let c = value[i]
+            switch c {
+            case 0x22, 0x5C: bytes.append(0x5C); bytes.append(c)
+            case 0x0A: bytes.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+            case 0x0D: bytes.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+            case 0x09: bytes.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            case 0..<0x20, 0x7F: appendHex(c, prefix: Array("\\u00".utf8), to: &bytes)
+            case 0x80...:
+                // JSON must be UTF-8: a byte that does not start a valid sequence
+                // (SIP headers may carry anything) becomes U+FFFD.
+                let length = UTF8Rules.sequenceLength(value, at: i)
+                if length == 0 {
+                    bytes.append(contentsOf: [0xEF, 0xBF, 0xBD])
+                } else {
+                    let scalar = UTF8Rules.scalar(value, at: i, length: length)
+                    if isUnsafe(scalar) {
+                        // \uXXXX: every one of these is in the Basic Multilingual Plane.
+                        let hex = String(scalar, radix: 16)
+                        bytes.append(contentsOf: Array(("\\u" + String(repeating: "0", count: 4 - hex.count) + hex).utf8))
+                    } else {
+                        bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: value[i..<(i + length)]))
+                    }
+                    i += length
+                    continue
+                }
+            default: bytes.append(c)
+            }
+            i += 1
+        }
+    }
+
+    private static func appendHex(_ c: UInt8, prefix: [UInt8], to bytes: inout [UInt8]) {
+        let hex: StaticString = "0123456789abcdef"
+        bytes.append(contentsOf: prefix)
+        bytes.append(hex.utf8Start[Int(c >> 4)])
+        bytes.append(hex.utf8Start[Int(c & 15)])
+    }
+}
+
+/// `time=2026-11-29T23:20:01.123Z`: the date and time of a second are formatted once, the
+/// milliseconds per line.
+///
+/// Threading: part of its `DecisionLine`.
+struct WallClockText {
+    private var second: Int64 = -1
+    private var text: [UInt8] = []
+
+    mutating func append(_ now: WallTime, to bytes: inout [UInt8], json: Bool) {
+        if now.seconds != second {
+            second = now.seconds
+            let t = UTCTime(seconds: now.seconds)
+            func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
+            text = Array("\(t.year)-\(two(t.month))-\(two(t.day))T\(two(t.hour)):\(two(t.minute)):\(two(t.second))".utf8)
+        }
+        let ms = Int(now.nanoseconds / 1_000_000)
+        bytes.append(contentsOf: Array(json ? ",\"time\":\"".utf8 : " time=".utf8))
+        bytes.append(contentsOf: text)
+        bytes.append(UInt8(ascii: "."))
+        bytes.append(UInt8(ascii: "0") + UInt8(ms / 100))
+        bytes.append(UInt8(ascii: "0") + UInt8(ms / 10 % 10))
+        bytes.append(UInt8(ascii: "0") + UInt8(ms % 10))
+        bytes.append(UInt8(ascii: "Z"))
+        if json { bytes.append(0x22) }
+    }
+}
