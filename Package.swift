@@ -1,17 +1,19 @@
 // swift-tools-version:6.0
 // lookupd: caller-ID lookup daemon for SIP telephony.
 //
-// Four rooms, data flowing one way (bytes -> SIP -> Screening -> SIP -> bytes):
+// Five rooms, data flowing one way (docs/ARCHITECTURE.md has the map, the import
+// rules and the threading rules):
 //   Directory   numbers, the on-disk directory format, reader, writer, compiler
-//   Screening   contacts, directory priority, decisions (pure logic, no I/O)
-//   SIP         libosip2 confined here: bytes in, Swift values out; verdict in, bytes out
-//   Daemon      sockets, workers, reload, signals, control socket
-// plus TextFormats (CSV/JSON/vCard readers with line numbers), Addresses (IP
-// addresses and blocks), Configuration (lookupd.conf), Loading (what the
-// configuration names, read at start-up and reload), SystemCalls (the one layer
-// every file and socket call goes through), TextRules (what untrusted text may
-// carry into a header or a log line), FeedRecords and Feeds (lookupd
-// update), the thin `lookupd` CLI and the `lookupd-bench` executable.
+//   Screening   contacts, directory priority, policies, time zones (pure logic, no I/O)
+//   SIP         bytes in, Swift values out; answers out as bytes. libosip2 lives here,
+//               as a validator of the header values SIP's own reader leaves to it
+//   Answering   request and serving set in, action out: the answering policy of both
+//               modes, compiled once per serving set; no socket, no thread
+//   Daemon      sockets, workers, reload, signals, control socket: I/O only
+// on TextRules, TextFormats, Addresses, Configuration (lookupd.conf), Loading (what the
+// configuration names, read at start-up and reload), SystemCalls (the one layer every file
+// and socket call goes through); FeedRecords and Feeds (lookupd update), the thin `lookupd`
+// CLI and the `lookupd-bench` executable.
 import PackageDescription
 
 let package = Package(
