@@ -224,19 +224,27 @@ final class ProxyForwarder {
             return
         }
         guard let tcp else { return }
-        if tcp.state == .closed {
-            switch tcp.open(epfd: epfd) {
-            case .connected: counters.add(.proxyUpstreamConnected)
-            case .connecting: break
-            case .failed:
-                markDown(.proxyUpstreamConnectFailed)
-                if !fallback.isEmpty { counters.add(.proxyUpstreamUnavailable); send(fallback, to: reply) }
-                return
-            }
+        guard openIfClosed(tcp) else {
+            if !fallback.isEmpty { counters.add(.proxyUpstreamUnavailable); send(fallback, to: reply) }
+            return
         }
         tcp.queue(bytes, fallback: fallback.isEmpty ? nil : (Array(fallback), reply))
         counters.add(.proxyForwardedRequests)
         if !tcp.flushIfConnected(epfd: epfd) { connectionLost() }
+    }
+
+    /// Opens the connection to the upstream when there is none (connected at once or still
+    /// connecting: true). A refused one marks the upstream down.
+    private func openIfClosed(_ tcp: UpstreamConnection) -> Bool {
+        guard tcp.state == .closed else { return true }
+        switch tcp.open(epfd: epfd) {
+        case .connected: counters.add(.proxyUpstreamConnected)
+        case .connecting: break
+        case .failed:
+            markDown(.proxyUpstreamConnectFailed)
+            return false
+        }
+        return true
     }
 
     /// The upstream connection broke: later requests open a new one.
@@ -349,15 +357,7 @@ final class ProxyForwarder {
         if udpFD >= 0 {
             do { _ = try Socket.send(udpFD, probe) } catch where error == .connectionRefused { markDown(.proxyUpstreamUnreachable) } catch {}
         } else if let tcp {
-            if tcp.state == .closed {
-                switch tcp.open(epfd: epfd) {
-                case .connected: counters.add(.proxyUpstreamConnected)
-                case .connecting: break
-                case .failed:
-                    markDown(.proxyUpstreamConnectFailed)
-                    return
-                }
-            }
+            guard openIfClosed(tcp) else { return }
             tcp.queue(probe, fallback: nil)
             if !tcp.flushIfConnected(epfd: epfd) { connectionLost() }
         }
