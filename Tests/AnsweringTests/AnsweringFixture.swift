@@ -19,6 +19,7 @@ final class AnsweringFixture {
     +8613566667777,identify,"Zoë's ""Café"" \\ Bar"
     +8613911112222,block,Telemarketing
     +86170*,block,Virtual Operator Range
+    +8613566660000,identify,"\(String(repeating: "Long Label ", count: 22))End"
 
     """
     static let secondCSV = """

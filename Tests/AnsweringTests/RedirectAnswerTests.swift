@@ -212,4 +212,23 @@ final class RedirectAnswerTests: XCTestCase {
         XCTAssertEqual(f.log.recentEnds.count, 1)
         XCTAssertFalse(f.log.fileBytes.isEmpty)
     }
+
+    /// docs/SIP.md, Amplification: a UDP answer stays within 3 times its request; over TCP it
+    /// is not trimmed.
+    func testUDPAnswersStayWithinThreeTimesTheRequest() throws {
+        let f = try AnsweringFixture()
+        // The smallest INVITE lookupd answers, for a labelled number.
+        let tiny = Array("INVITE sip:1@x SIP/2.0\r\nVia: SIP/2.0/UDP x;branch=z9hG4bK1\r\nFrom: <sip:+8613566660000@x>;tag=1\r\nTo: <sip:1@x>\r\nCall-ID: c\r\nCSeq: 1 INVITE\r\nContent-Length: 0\r\n\r\n".utf8)
+        let udp = f.send(tiny)
+        XCTAssertEqual(udp.status, "SIP/2.0 302 Moved Temporarily")
+        XCTAssertLessThanOrEqual(udp.bytes.count, 3 * tiny.count)
+        XCTAssertEqual(f.count(.responsesTrimmed), 1)
+        let tcp = f.send(tiny, transport: .tcp)
+        XCTAssertEqual(tcp.header("X-Caller-Label"), ["\"" + String(repeating: "Long Label ", count: 22) + "End\""])
+        XCTAssertEqual(f.count(.responsesTrimmed), 1, "TCP answers are not trimmed")
+        // A PBX's INVITE keeps the label in both headers.
+        let pbx = f.send(Requests.invite(from: "+8618600000000", extra: ["Contact: <sip:+8618600000000@192.0.2.9:5060>"]))
+        XCTAssertEqual(pbx.header("P-Asserted-Identity"), ["\"China Unicom Customer Service\" <sip:+8618600000000@192.0.2.9>"])
+        XCTAssertEqual(f.count(.responsesTrimmed), 1)
+    }
 }
