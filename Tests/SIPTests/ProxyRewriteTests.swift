@@ -320,7 +320,7 @@ final class ProxyRewriteTests: XCTestCase {
     }
 
     /// D1, D15: a top Via that cannot carry the real source is refused before forwarding (the
-    /// Responder answers 400); received/rport the caller wrote, in any letter case, are
+    /// Answerer answers 400); received/rport the caller wrote, in any letter case, are
     /// replaced by the socket peer's.
     func testTheTopViaMustCarryTheRealSource() throws {
         func request(_ via: String) -> [UInt8] {
@@ -470,7 +470,7 @@ final class ProxyHostileInputTests: XCTestCase {
         let request = parser.request
         let method = request.methodText.string, callID = request.callID.string, cseq = request.cseqNumber
         let body = Array(bytes.withUnsafeBytes { UnsafeRawBufferPointer(rebasing: $0[request.bodyRange]) })
-        // The Responder answers 400 to a top Via that cannot carry the real source.
+        // The Answerer answers 400 to a top Via that cannot carry the real source.
         if request.proxyViaProblem(transport: request.topVia.transport.string) != nil { return 0 }
         var f = SIPForwarding(via: via, branchKey: 7, source: SIPSourceAddress(ip: "198.51.100.7", port: 5062), ownAddresses: [via],
                               displayName: [.text("["), .label, .text("] "), .originalName], labelInAssertedIdentity: true)
