@@ -80,6 +80,7 @@ final class ConfigurationTests: XCTestCase {
         block-response = 603+
         unknown-response = 404
         label-header = X-Spam-Label
+        label-escapes = replace
         max-message-size = 65507
         control-socket = run/control.sock
         state-directory = /var/lib/lookupd-test
@@ -124,6 +125,7 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(c.blockResponse.reasonPhrase, "Network Blocked")
         XCTAssertEqual(c.unknownResponse, .notFound)
         XCTAssertEqual(c.labelHeader, "X-Spam-Label")
+        XCTAssertEqual(c.labelEscapes, .replace)
         XCTAssertEqual(c.maxMessageSize, 65507)
         XCTAssertEqual(c.controlSocket, "/etc/lookupd/run/control.sock")
         XCTAssertEqual(c.stateDirectory, "/var/lib/lookupd-test")
