@@ -154,10 +154,26 @@ public struct CSVReader {
     /// records before a bad one have already been delivered; errors thrown by
     /// `body` propagate unchanged.
     public func forEachRecord(_ body: (CSVRecord) throws -> Void) throws {
-        try storage.withContent { p, end in
+        _ = try storage.withContent { p, end in
             try CSVParser.run(p, end: end, delimiter: delimiter.rawValue,
                               expectedFieldCount: expectedFieldCount,
                               allowsComments: allowsComments, body)
+        }
+    }
+
+    /// Reads one piece of a longer input, for sources read in chunks (a
+    /// pipe, a file of billions of lines): the bytes must end with a line
+    /// feed, their first line is `firstLine`, and no BOM is stripped. With
+    /// `more` set, a record cut off by the end (a quoted field going on
+    /// past it) is not delivered: the result says where it starts, so the
+    /// caller hands it over again with what follows. Returns the bytes
+    /// consumed and the line the next piece starts on.
+    public func forEachRecord(firstLine: Int, more: Bool,
+                              _ body: (CSVRecord) throws -> Void) throws -> (consumed: Int, nextLine: Int) {
+        try storage.withRawContent { p, end in
+            try CSVParser.run(p, end: end, delimiter: delimiter.rawValue,
+                              expectedFieldCount: expectedFieldCount,
+                              allowsComments: allowsComments, firstLine: firstLine, more: more, body)
         }
     }
 
@@ -170,8 +186,12 @@ public struct CSVReader {
 }
 
 enum CSVParser {
+    /// Returns the bytes consumed and the next line (with `more`, a record
+    /// reaching the end of the input is left for the next call).
+    @discardableResult
     static func run(_ p: UnsafePointer<UInt8>, end: Int, delimiter d: UInt8, expectedFieldCount: Int?,
-                    allowsComments: Bool, _ body: (CSVRecord) throws -> Void) throws {
+                    allowsComments: Bool, firstLine: Int = 1, more: Bool = false,
+                    _ body: (CSVRecord) throws -> Void) throws -> (consumed: Int, nextLine: Int) {
         // With a tab delimiter a tab is never padding.
         let blank2: UInt8 = d == ASCII.tab ? ASCII.space : ASCII.tab
         var spanCapacity = 16
@@ -201,7 +221,7 @@ enum CSVParser {
         }
 
         var i = 0
-        var line = 1
+        var line = firstLine
         while i < end {
             let recordStart = i
             let recordLine = line
@@ -245,6 +265,7 @@ enum CSVParser {
                     let scratchStart = scratchCount
                     while true {
                         if i == end {
+                            if more { return (recordStart, recordLine) }
                             let lastLine = (p[end - 1] == ASCII.lf || p[end - 1] == ASCII.cr) ? line - 1 : line
                             throw TextFormatError(
                                 line: lastLine,
@@ -311,6 +332,8 @@ enum CSVParser {
             }
             let recordEnd = i
             let endLine = line
+            // Cut off by the end of this piece: the rest comes with the next.
+            if more, i == end || (p[i] == ASCII.cr && i + 1 == end) { return (recordStart, recordLine) }
             if i < end {
                 if p[i] == ASCII.cr, i + 1 < end, p[i + 1] == ASCII.lf { i += 1 }
                 i += 1
@@ -328,5 +351,6 @@ enum CSVParser {
             try body(CSVRecord(input: p, scratch: scratch, spans: spans, count: fieldCount,
                                line: recordLine, endLine: endLine))
         }
+        return (end, line)
     }
 }

@@ -24,38 +24,50 @@ public struct LineListReader {
     /// view into the input, valid only during the call. Errors thrown by
     /// `body` propagate unchanged.
     public func forEachItem(_ body: (_ line: Int, _ item: UnsafeRawBufferPointer) throws -> Void) throws {
-        try storage.withContent { p, end in
-            var i = 0
-            var line = 1
+        _ = try storage.withContent { p, end in try LineListReader.run(p, end: end, firstLine: 1, body) }
+    }
+
+    /// Reads one piece of a longer input (a pipe, a file of billions of
+    /// lines): the bytes must end with a line feed, their first line is
+    /// `firstLine`, and no BOM is stripped. Returns the line the next piece
+    /// starts on.
+    public func forEachItem(firstLine: Int, _ body: (_ line: Int, _ item: UnsafeRawBufferPointer) throws -> Void) throws -> Int {
+        try storage.withRawContent { p, end in try LineListReader.run(p, end: end, firstLine: firstLine, body) }
+    }
+
+    private static func run(_ p: UnsafePointer<UInt8>, end: Int, firstLine: Int,
+                            _ body: (_ line: Int, _ item: UnsafeRawBufferPointer) throws -> Void) throws -> Int {
+        var i = 0
+        var line = firstLine
+        while i < end {
+            let lineStart = i
+            var hash = -1
+            var high: UInt8 = 0
             while i < end {
-                let lineStart = i
-                var hash = -1
-                var high: UInt8 = 0
-                while i < end {
-                    let b = p[i]
-                    if b == ASCII.lf || b == ASCII.cr { break }
-                    if b == ASCII.hash, hash < 0, i == lineStart || isBlank(p[i - 1]) { hash = i }
-                    high |= b
-                    i += 1
+                let b = p[i]
+                if b == ASCII.lf || b == ASCII.cr { break }
+                if b == ASCII.hash, hash < 0, i == lineStart || isBlank(p[i - 1]) { hash = i }
+                high |= b
+                i += 1
+            }
+            var stop = hash >= 0 ? hash : i
+            var start = lineStart
+            while start < stop, isBlank(p[start]) { start += 1 }
+            while stop > start, isBlank(p[stop - 1]) { stop -= 1 }
+            if start < stop {
+                if high & 0x80 != 0, let bad = invalidUTF8Offset(p, from: start, to: stop) {
+                    throw invalidUTF8Error(p, at: bad, line: line,
+                                           column: column(p, lineStart: lineStart, target: bad))
                 }
-                var stop = hash >= 0 ? hash : i
-                var start = lineStart
-                while start < stop, isBlank(p[start]) { start += 1 }
-                while stop > start, isBlank(p[stop - 1]) { stop -= 1 }
-                if start < stop {
-                    if high & 0x80 != 0, let bad = invalidUTF8Offset(p, from: start, to: stop) {
-                        throw invalidUTF8Error(p, at: bad, line: line,
-                                               column: column(p, lineStart: lineStart, target: bad))
-                    }
-                    try body(line, UnsafeRawBufferPointer(start: p + start, count: stop - start))
-                }
-                if i < end {
-                    if p[i] == ASCII.cr, i + 1 < end, p[i + 1] == ASCII.lf { i += 1 }
-                    i += 1
-                    line += 1
-                }
+                try body(line, UnsafeRawBufferPointer(start: p + start, count: stop - start))
+            }
+            if i < end {
+                if p[i] == ASCII.cr, i + 1 < end, p[i + 1] == ASCII.lf { i += 1 }
+                i += 1
+                line += 1
             }
         }
+        return line
     }
 
     /// Every item as `(line, text)`; convenient for small files.

@@ -81,9 +81,19 @@ enum InputStorage {
         }
     }
 
+    /// `withContent` without stripping a BOM: for pieces of a longer input.
+    func withRawContent<R>(_ body: (UnsafePointer<UInt8>, Int) throws -> R) rethrows -> R {
+        switch self {
+        case .array(let bytes):
+            return try bytes.withUnsafeBytes { try InputStorage.call(body, $0, strippingBOM: false) }
+        case .raw(let buffer):
+            return try InputStorage.call(body, buffer, strippingBOM: false)
+        }
+    }
+
     static func call<R>(_ body: (UnsafePointer<UInt8>, Int) throws -> R,
-                        _ buffer: UnsafeRawBufferPointer) rethrows -> R {
-        let content = TextInput.strippingBOM(buffer)
+                        _ buffer: UnsafeRawBufferPointer, strippingBOM: Bool = true) rethrows -> R {
+        let content = strippingBOM ? TextInput.strippingBOM(buffer) : buffer
         if let base = content.baseAddress, content.count > 0 {
             return try body(base.assumingMemoryBound(to: UInt8.self), content.count)
         }
