@@ -50,13 +50,15 @@ public struct DirectoryContent: Sendable {
 }
 
 /// Writes directory files atomically: a temporary file in the destination
-/// folder, filled through a shared mapping, fsync'd, renamed over the final
-/// name, and the folder fsync'd, so a crash leaves either the old file or the
-/// complete new one under the final name, never a partial file.
+/// folder, its blocks reserved, filled with pwrite as the entries come
+/// (`DirectoryEntrySink`), fsync'd, renamed over the final name, and the
+/// folder fsync'd, so a crash leaves either the old file or the complete
+/// new one under the final name, never a partial file.
 public enum DirectoryWriter {
     /// Called with the fraction done (0...1) while the file is laid out.
     public typealias Progress = (Double) -> Void
 
+    /// Writes `content`, which is all in memory.
     /// - Parameters:
     ///   - formatVersion: 2 (the default); 1 only to test that old files are still read.
     ///   - blockShift: log2 of the checksum block size (version 2); the
@@ -64,62 +66,118 @@ public enum DirectoryWriter {
     public static func write(_ content: DirectoryContent, to path: String, progress: Progress? = nil,
                              formatVersion: UInt32 = DirectoryFormat.version,
                              blockShift: UInt32 = DirectoryFormat.defaultBlockShift) throws(DirectoryError) {
-        guard DirectoryFormat.readableVersions.contains(formatVersion) else {
-            throw .unsupportedVersion(path: path, version: formatVersion)
-        }
         if let violation = content.invariantViolation() {
             throw .corrupt(path: path, reason: "refusing to write: \(violation)")
         }
-        var labelDataSize = 0
-        for label in content.labels { labelDataSize += label.count }
-        guard labelDataSize <= Int(UInt32.max) else { throw .tooLarge("\(path): label data exceeds 4 GiB") }
-        guard let layout = DirectoryLayout(entryCount: UInt64(content.exactKeys.count), prefixCount: UInt64(content.prefixKeys.count),
-                                           labelCount: UInt64(content.labels.count), labelDataSize: UInt64(labelDataSize),
+        var plan = DirectoryPlan(entryCount: content.exactKeys.count, prefixCount: content.prefixKeys.count,
+                                 labels: LabelTable(content.labels))
+        plan.directoryVersion = content.directoryVersion
+        plan.journalID = content.journalID
+        plan.journalSequence = content.journalSequence
+        try write(plan, to: path, progress: progress, formatVersion: formatVersion, blockShift: blockShift) { (sink) throws(DirectoryError) in
+            for i in content.exactKeys.indices { try sink.exact(content.exactKeys[i], content.exactValues[i]) }
+            for i in content.prefixKeys.indices { try sink.prefix(content.prefixKeys[i], content.prefixValues[i]) }
+        }
+    }
+
+    /// Writes a file of `plan.entryCount` numbers and `plan.prefixCount`
+    /// prefix rules that `entries` hands to the sink in ascending order
+    /// (numbers first). Memory stays a few MiB whatever the size. Entries
+    /// out of order, invalid, or not as many as announced are refused, and
+    /// nothing is written.
+    public static func write(_ plan: DirectoryPlan, to path: String, progress: Progress? = nil,
+                             formatVersion: UInt32 = DirectoryFormat.version,
+                             blockShift: UInt32 = DirectoryFormat.defaultBlockShift,
+                             entries: (DirectoryEntrySink) throws(DirectoryError) -> Void) throws(DirectoryError) {
+        guard DirectoryFormat.readableVersions.contains(formatVersion) else {
+            throw .unsupportedVersion(path: path, version: formatVersion)
+        }
+        if let violation = plan.labels.violation() {
+            throw violation.hasPrefix("label data") ? .tooLarge("\(path): \(violation)") : .corrupt(path: path, reason: "refusing to write: \(violation)")
+        }
+        guard let layout = DirectoryLayout(entryCount: UInt64(plan.entryCount), prefixCount: UInt64(plan.prefixCount),
+                                           labelCount: UInt64(plan.labels.count), labelDataSize: UInt64(plan.labels.data.count),
                                            blockShift: formatVersion >= 2 ? blockShift : nil) else {
             throw .tooLarge("\(path): too many entries for one directory file")
         }
-
+        // A failure inside the closure is a DirectoryError; writeFileAtomically
+        // only carries SystemCallErrors, so it waits here.
+        var refusal: DirectoryError? = nil
         do throws(SystemCallError) {
             try writeFileAtomically(path) { (fd, temporary) throws(SystemCallError) in
-                // Reserve the blocks first: a full disk must be an error here, not a
-                // SIGBUS while writing through the mapping.
+                // Reserve the blocks first: a full disk must be an error here, not later.
                 do throws(Errno) { try fd.allocate(layout.fileSize) } catch {
                     throw SystemCallError(path: temporary, operation: "allocate \(layout.fileSize) bytes", errno: error)
                 }
-                let mapped: UnsafeMutableRawPointer
-                do throws(Errno) { mapped = try fd.map(size: layout.fileSize, writable: true) } catch {
-                    throw SystemCallError(path: temporary, operation: "map", errno: error)
+                let sealer = BlockSealer(fd: fd, layout: layout)
+                let sink = DirectoryEntrySink(layout: layout, plan: plan, sealer: sealer, path: path, progress: progress)
+                do throws(DirectoryError) {
+                    try sink.writeFixedParts()
+                    try entries(sink)
+                    try sink.finish()
+                } catch {
+                    refusal = error
+                    throw SystemCallError(path: temporary, operation: "write", errno: .invalidArgument)
                 }
-                defer { munmap(mapped, layout.fileSize) }
-                memset(mapped, 0, layout.fileSize)
-
-                var header = fill(mapped, layout: layout, content: content, labelDataSize: labelDataSize, progress: progress)
+                var header = DirectoryHeader()
                 header.formatVersion = formatVersion
-                if formatVersion >= 2 {
-                    header.contentChecksum = sealBlocks(mapped, layout: layout)
-                    header.blockShift = UInt32(layout.blockShift)
-                    header.contentEnd = UInt64(layout.contentEnd)
-                    header.blockCount = UInt64(layout.blockCount)
-                    header.checksumTableOffset = UInt64(layout.tableOffset)
-                    header.rootTableOffset = UInt64(layout.rootOffset)
-                    header.rootTableCount = UInt64(layout.tableBlockCount)
-                } else {
-                    header.contentChecksum = XXH64.hash(UnsafeRawBufferPointer(start: mapped + DirectoryFormat.headerSize,
-                                                                               count: layout.fileSize - DirectoryFormat.headerSize))
-                }
-                let headerBytes = header.encoded()
-                headerBytes.withUnsafeBytes { mapped.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-                do throws(Errno) { try syncMapping(mapped, size: layout.fileSize) } catch {
-                    throw SystemCallError(path: temporary, operation: "sync", errno: error)
+                header.fileSize = UInt64(layout.fileSize)
+                header.directoryVersion = plan.directoryVersion
+                header.entryCount = UInt64(plan.entryCount)
+                header.prefixCount = UInt64(plan.prefixCount)
+                header.labelCount = UInt64(plan.labels.count)
+                header.blockedCount = sink.blocked
+                header.identifiedCount = sink.identified
+                header.keysOffset = UInt64(layout.keysOffset)
+                header.valuesOffset = UInt64(layout.valuesOffset)
+                header.prefixesOffset = UInt64(layout.prefixesOffset)
+                header.labelIndexOffset = UInt64(layout.labelIndexOffset)
+                header.labelDataOffset = UInt64(layout.labelDataOffset)
+                header.labelDataSize = UInt64(plan.labels.data.count)
+                header.prefixLengthMask = sink.prefixMask
+                header.journalID = plan.journalID
+                header.journalSequence = plan.journalSequence
+                do throws(Errno) {
+                    if formatVersion >= 2 {
+                        header.contentChecksum = try sealer.finish()
+                        header.blockShift = UInt32(layout.blockShift)
+                        header.contentEnd = UInt64(layout.contentEnd)
+                        header.blockCount = UInt64(layout.blockCount)
+                        header.checksumTableOffset = UInt64(layout.tableOffset)
+                        header.rootTableOffset = UInt64(layout.rootOffset)
+                        header.rootTableCount = UInt64(layout.tableBlockCount)
+                    } else {
+                        header.contentChecksum = try contentChecksum(fd, from: DirectoryFormat.headerSize, to: layout.fileSize)
+                    }
+                    try fd.writeAll(header.encoded(), at: 0)
+                } catch {
+                    throw SystemCallError(path: temporary, operation: "write", errno: error)
                 }
             }
         } catch {
+            if let refusal { throw refusal }
             throw DirectoryError(error)
         }
     }
 
+    /// Version 1: XXH64 of the bytes written, read back in order.
+    private static func contentChecksum(_ fd: FileDescriptor, from start: Int, to end: Int) throws(Errno) -> UInt64 {
+        var hasher = XXH64()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset = start
+        while offset < end {
+            let n = try buffer.withMutableBytes { (raw) throws(Errno) in
+                try fd.readFully(into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<min(raw.count, end - offset)]), at: offset)
+            }
+            guard n > 0 else { throw .ioError }
+            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            offset += n
+        }
+        return hasher.finalize()
+    }
+
     /// Fills the checksum table and the root table of a laid-out version-2
-    /// file; returns the root checksum for the header.
+    /// file in memory; returns the root checksum for the header.
     static func sealBlocks(_ mapped: UnsafeMutableRawPointer, layout: DirectoryLayout) -> UInt64 {
         for i in 0..<layout.blockCount {
             let range = layout.block(i)
@@ -133,75 +191,6 @@ public enum DirectoryWriter {
             mapped.storeBytes(of: sum.littleEndian, toByteOffset: layout.rootOffset + 8 * j, as: UInt64.self)
         }
         return XXH64.hash(UnsafeRawBufferPointer(start: mapped + layout.rootOffset, count: layout.tableBlockCount * 8))
-    }
-
-    private static func fill(_ mapped: UnsafeMutableRawPointer, layout: DirectoryLayout, content: DirectoryContent,
-                             labelDataSize: Int, progress: Progress?) -> DirectoryHeader {
-        let n = content.exactKeys.count
-        let keys = (mapped + layout.keysOffset).assumingMemoryBound(to: UInt64.self)
-        let values = (mapped + layout.valuesOffset).assumingMemoryBound(to: UInt32.self)
-        var blocked: UInt64 = 0
-        var identified: UInt64 = 0
-        content.exactKeys.withUnsafeBufferPointer { sortedKeys in
-            content.exactValues.withUnsafeBufferPointer { sortedValues in
-                // In-order traversal of the implicit tree visits slots in
-                // ascending key order: hand out the sorted entries in that order.
-                var next = 0
-                let step = max(1, n / 100)
-                func place(_ k: Int) {
-                    guard k <= n else { return }
-                    place(2 * k)
-                    keys[k] = sortedKeys[next].littleEndian
-                    values[k] = sortedValues[next].littleEndian
-                    next += 1
-                    if let progress, next % step == 0 { progress(Double(next) / Double(max(n, 1))) }
-                    place(2 * k + 1)
-                }
-                place(1)
-                for v in sortedValues {
-                    if v & 1 != 0 { blocked += 1 }
-                    if v >> 1 != 0 { identified += 1 }
-                }
-            }
-        }
-        var mask: UInt32 = 0
-        let prefixes = mapped + layout.prefixesOffset
-        for i in content.prefixKeys.indices {
-            let key = content.prefixKeys[i], value = content.prefixValues[i]
-            prefixes.storeBytes(of: key.littleEndian, toByteOffset: i * 16, as: UInt64.self)
-            prefixes.storeBytes(of: value.littleEndian, toByteOffset: i * 16 + 8, as: UInt32.self)
-            mask |= 1 << UInt32(key >> 56)
-            if value & 1 != 0 { blocked += 1 }
-            if value >> 1 != 0 { identified += 1 }
-        }
-        let index = (mapped + layout.labelIndexOffset).assumingMemoryBound(to: UInt32.self)
-        let data = mapped + layout.labelDataOffset
-        var offset = 0
-        for (i, label) in content.labels.enumerated() {
-            index[i] = UInt32(offset).littleEndian
-            label.withUnsafeBytes { (data + offset).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-            offset += label.count
-        }
-        index[content.labels.count] = UInt32(offset).littleEndian
-
-        var header = DirectoryHeader()
-        header.fileSize = UInt64(layout.fileSize)
-        header.directoryVersion = content.directoryVersion
-        header.entryCount = UInt64(n)
-        header.prefixCount = UInt64(content.prefixKeys.count)
-        header.labelCount = UInt64(content.labels.count)
-        header.blockedCount = blocked
-        header.identifiedCount = identified
-        header.keysOffset = UInt64(layout.keysOffset)
-        header.valuesOffset = UInt64(layout.valuesOffset)
-        header.prefixesOffset = UInt64(layout.prefixesOffset)
-        header.labelIndexOffset = UInt64(layout.labelIndexOffset)
-        header.labelDataOffset = UInt64(layout.labelDataOffset)
-        header.labelDataSize = UInt64(labelDataSize)
-        header.prefixLengthMask = mask
-        header.journalID = content.journalID
-        header.journalSequence = content.journalSequence
-        return header
     }
 
     static func splitPath(_ path: String) -> (folder: String, name: String) {

@@ -34,8 +34,9 @@ final class WriterFailureTests: XCTestCase {
         try DirectoryWriter.write(content(10), to: path)
         let rules: [(SystemCallFaults.Rule, String)] = [
             (.init(.fallocate, .noSpace), "allocate"),
-            (.init(.mmap, .noSpace), "map"),
-            (.init(.msync, .ioError), "sync"),
+            // The entries go out with pwrite as they come: the first write, and one in the middle.
+            (.init(.write, .noSpace), "write"),
+            (.init(.write, .ioError, skip: 3), "write"),
             (.init(.fsync, .ioError, pathContains: ".lookupd-tmp."), "fsync"),
             (.init(.rename, .ioError), "rename"),
         ]
