@@ -1,3 +1,5 @@
+import Glibc
+import SystemCalls
 import TextFormats
 import TextRules
 
@@ -36,7 +38,44 @@ public final class DirectoryCompiler {
         public var skipInvalid = false
         /// Read letters in numbers as keypad digits (`--vanity`).
         public var vanity = false
+        /// Bytes the compile may hold (`--memory`). With `temporaryFolder`
+        /// set, entries beyond what fits are sorted in runs written there
+        /// and merged (an external sort), so memory does not grow with the
+        /// input; without it everything is held in memory, 16 bytes a line.
+        public var memoryBudget = DirectoryCompiler.defaultMemoryBudget
+        /// Where the temporary folder of sorted runs is made (beside the
+        /// output, so that it is on a file system with room for it); nil:
+        /// in memory only.
+        public var temporaryFolder: String? = nil
         public init() {}
+    }
+
+    /// An eighth of the memory this machine (or its cgroup) has, at least
+    /// 256 MiB: a compile of any size stays within it, and leaves the rest
+    /// to the daemon serving directories and to the page cache.
+    public static var defaultMemoryBudget: Int {
+        var physical = Int(sysconf(Int32(_SC_PHYS_PAGES))) &* Int(sysconf(Int32(_SC_PAGESIZE)))
+        if let limit = cgroupMemoryLimit(), limit < physical { physical = limit }
+        return max(256 << 20, physical / 8)
+    }
+
+    private static func cgroupMemoryLimit() -> Int? {
+        guard let bytes = try? readRegularFile("/sys/fs/cgroup/memory.max", maxBytes: 64) else { return nil }
+        return Int(String(decoding: bytes, as: UTF8.self).trimmingSpaces().filter { $0 != "\n" })
+    }
+
+    /// Parses a size such as 2G, 512M, 1.5G or a number of bytes.
+    public static func parseMemory(_ text: String) -> Int? {
+        let units: [Character: Double] = ["K": 1024, "M": 1024 * 1024, "G": 1024 * 1024 * 1024, "T": 1024 * 1024 * 1024 * 1024]
+        var digits = Substring(text.trimmingSpaces())
+        var scale = 1.0
+        if digits.hasSuffix("B") || digits.hasSuffix("b") { digits = digits.dropLast() }
+        if let last = digits.last, let unit = units[Character(last.uppercased())] {
+            scale = unit
+            digits = digits.dropLast()
+        }
+        guard let value = Double(digits), value > 0, value * scale < 1e18 else { return nil }
+        return Int(value * scale)
     }
 
     /// How one source is read: `Options` says it for every source, a feed
@@ -74,15 +113,6 @@ public final class DirectoryCompiler {
     /// Called with a phase name and the fraction done, for a progress bar.
     public typealias Progress = (_ phase: String, _ fraction: Double) -> Void
 
-    struct Pending {
-        /// Exact: the number. Prefix: bit 63 set, length in bits 56...59.
-        var key: UInt64
-        /// File number in the high 24 bits, line in the low 40: orders
-        /// entries as they were read, for `--on-duplicate`.
-        var origin: UInt64
-        /// Value word with the interner's label number.
-        var value: UInt32
-    }
 
     public let options: Options
     public private(set) var diagnostics: [Diagnostic] = []
@@ -105,9 +135,18 @@ public final class DirectoryCompiler {
     private var northAmericanFile = false
     /// How the file being read is read.
     private var source = SourceOptions()
-    private var pending: [Pending] = []
+    /// The entries read, on their way to be sorted. A key is the number,
+    /// or for a prefix rule bit 63 set and the length in bits 56...59;
+    /// the origin is the file's base plus the line (`files`), so origins
+    /// ascend in reading order, which decides `--on-duplicate`.
+    private let sorter: EntrySorter
     private let labels = LabelInterner()
-    private var files: [String] = []
+    /// The sources in the order read, each with the origin of its line 0.
+    private var files: [(name: String, base: UInt64)] = []
+    /// The highest line an entry came from in the file being read.
+    private var lastLine = 0
+    /// A failure writing the sorted runs: the compile cannot finish.
+    private var sortFailure: DirectoryError? = nil
     private let normalizer: NumberNormalizer
     private let progress: Progress?
 
@@ -115,6 +154,9 @@ public final class DirectoryCompiler {
         self.options = options
         self.normalizer = NumberNormalizer(plan: options.plan)
         self.progress = progress
+        // Two buffers of 16 bytes an entry (the radix sort's source and
+        // target); the labels and the rest get a quarter of the budget.
+        sorter = EntrySorter(capacity: options.memoryBudget * 3 / 4 / 32, folder: options.temporaryFolder)
     }
 
     // MARK: - Reading sources
@@ -132,40 +174,137 @@ public final class DirectoryCompiler {
     /// Reads one source file. Problems are recorded as diagnostics; only a
     /// file that cannot be read at all is thrown.
     public func add(path: String, source: SourceOptions? = nil) throws(DirectoryError) {
-        let file = try MappedFile(path: path)
+        // Opened first: a missing file is an error whatever its name.
+        let fd: FileDescriptor
+        do { fd = try FileDescriptor.open(path, O_RDONLY | O_CLOEXEC) } catch {
+            throw .system(path: path, operation: "open", errno: error.rawValue)
+        }
+        defer { fd.close() }
+        if let status = try? fd.status(), status.isDirectory { throw .system(path: path, operation: "read", errno: EISDIR) }
         guard let format = options.format ?? SourceFormat.guess(path: path) else {
             report(path, 0, "cannot tell the format from the file name; name it .csv, .json, .txt or .vcf, or pass --format")
             return
         }
-        add(bytes: file.bytes, name: path, format: format, source: source)
+        try add(descriptor: fd, name: path, format: format, source: source)
+    }
+
+    /// Reads one source from an open descriptor: a file, or a pipe such as
+    /// standard input (`lookupd compile -`). CSV and text are read in
+    /// pieces of a few MiB, so a source of any length costs no more memory
+    /// than its entries do; JSON, vCard and UTF-16 text are read whole.
+    public func add(descriptor fd: FileDescriptor, name: String, format: SourceFormat, source: SourceOptions? = nil) throws(DirectoryError) {
+        let status: FileStatus
+        do { status = try fd.status() } catch { throw .system(path: name, operation: "stat", errno: error.rawValue) }
+        if status.isDirectory { throw .system(path: name, operation: "read", errno: EISDIR) }
+        let fileIndex = beginFile(name)
+        self.source = source ?? defaultSourceOptions
+        var input = SourceStream(fd: fd, name: name, size: status.isRegular ? Int(status.size) : nil)
+        defer { input.close() }
+        try input.fill()
+        let start = input.available
+        let utf16 = start.count >= 2 && ((start[0] == 0xFF && start[1] == 0xFE) || (start[0] == 0xFE && start[1] == 0xFF))
+        guard format == .csv || format == .text, !utf16 else {
+            let whole = try input.readAll()
+            whole.withUnsafeBytes { readWhole($0, name: name, file: fileIndex, format: format) }
+            return
+        }
+        input.skipBOM()
+        let piece = PieceReader(format: format)
+        while true {
+            guard let bytes = try input.nextPiece() else { break }
+            let consumed = readPiece(bytes, piece, name: name, file: fileIndex, more: !input.isLastPiece)
+            guard let consumed else { return }
+            input.consume(consumed)
+            if let size = input.size, size > 0 { progress?("reading", Double(input.consumedTotal) / Double(size)) }
+        }
+        finishPieces(piece, name: name)
     }
 
     /// Reads one source held in memory (`name` is used in diagnostics).
     public func add(bytes: UnsafeRawBufferPointer, name: String, format: SourceFormat, source: SourceOptions? = nil) {
-        files.append(name)
-        let fileIndex = UInt64(files.count - 1)
-        northAmericanFile = false
+        let fileIndex = beginFile(name)
         self.source = source ?? defaultSourceOptions
-        // Windows "Unicode" text: read as the UTF-8 it says.
-        if let converted = TextInput.utf8FromUTF16(bytes) {
-            converted.withUnsafeBytes { read(TextInput.strippingBOM($0), name: name, file: fileIndex, format: format) }
-            return
-        }
-        read(TextInput.strippingBOM(bytes), name: name, file: fileIndex, format: format)
+        readWhole(bytes, name: name, file: fileIndex, format: format)
     }
 
-    private func read(_ input: UnsafeRawBufferPointer, name: String, file fileIndex: UInt64, format: SourceFormat) {
+    /// A whole source in memory, UTF-16 or UTF-8.
+    private func readWhole(_ bytes: UnsafeRawBufferPointer, name: String, file fileIndex: UInt64, format: SourceFormat) {
+        // Windows "Unicode" text: read as the UTF-8 it says.
+        if let converted = TextInput.utf8FromUTF16(bytes) {
+            converted.withUnsafeBytes { read($0, name: name, file: fileIndex, format: format) }
+            return
+        }
+        read(bytes, name: name, file: fileIndex, format: format)
+    }
+
+    /// Registers a source; its lines' origins start after the last file's.
+    private func beginFile(_ name: String) -> UInt64 {
+        let base = files.last.map { $0.base + UInt64(lastLine) + 1 } ?? 0
+        files.append((name, base))
+        lastLine = 0
+        northAmericanFile = false
+        return UInt64(files.count - 1)
+    }
+
+    /// A whole source, as read (a BOM still in front).
+    private func read(_ bytes: UnsafeRawBufferPointer, name: String, file fileIndex: UInt64, format: SourceFormat) {
+        let input = TextInput.strippingBOM(bytes)
+        switch format {
+        case .csv, .text:
+            let piece = PieceReader(format: format)
+            if readPiece(input, piece, name: name, file: fileIndex, more: false) != nil { finishPieces(piece, name: name) }
+            return
+        case .json, .vcard:
+            break
+        }
         do {
-            switch format {
-            case .csv: try readCSV(input, name: name, file: fileIndex)
-            case .json: try readJSON(input, name: name, file: fileIndex)
-            case .text: try readText(input, name: name, file: fileIndex)
-            case .vcard: try readVCard(input, name: name, file: fileIndex)
-            }
+            if format == .json { try readJSON(input, name: name, file: fileIndex) } else { try readVCard(input, name: name, file: fileIndex) }
         } catch let error as TextFormatError {
             report(name, error.line, error.message)
         } catch {
             report(name, 0, "\(error)")
+        }
+    }
+
+    /// Where reading a CSV or text source has got to, between pieces.
+    private final class PieceReader {
+        let format: SourceFormat
+        var line = 1
+        var started = false
+        var delimiter = CSVDelimiter.comma
+        var plan: CSVPlan? = nil
+        var headerFailed = false
+        // The one-column case in fields of its own: copying the plan (and
+        // its arrays) for every line of a long list costs a fifth of the time.
+        var single: SingleColumn? = nil
+        var width = 0
+        var defaultAction: Action? = nil
+
+        init(format: SourceFormat) { self.format = format }
+    }
+
+    /// Reads a piece of a source (ending at a line feed unless it is the
+    /// last); returns the bytes consumed, nil when an error ended the source.
+    private func readPiece(_ bytes: UnsafeRawBufferPointer, _ piece: PieceReader, name: String, file: UInt64, more: Bool) -> Int? {
+        do {
+            if piece.format == .text {
+                piece.line = try LineListReader(bytes: bytes).forEachItem(firstLine: piece.line) { line, item in
+                    addEntry(number: item, action: .block, label: nil, name: name, file: file, line: line)
+                }
+                return bytes.count
+            }
+            return try readCSV(bytes, piece, name: name, file: file, more: more)
+        } catch let error as TextFormatError {
+            report(name, error.line, error.message)
+        } catch {
+            report(name, 0, "\(error)")
+        }
+        return nil
+    }
+
+    private func finishPieces(_ piece: PieceReader, name: String) {
+        if piece.format == .csv, piece.plan == nil, !piece.headerFailed {
+            report(name, 1, "empty file (expected a header line such as number,action,label)")
         }
     }
 
@@ -198,10 +337,6 @@ public final class DirectoryCompiler {
         }
         summary.skippedLines += 1
         warn(file, line, "skipped: " + problems.joined(separator: "; "))
-    }
-
-    private func reportProgress(_ done: Int, of total: Int) {
-        if let progress, total > 0 { progress("reading", Double(done) / Double(total)) }
     }
 
     /// Records one entry after checking all its parts; reports each problem.
@@ -244,8 +379,14 @@ public final class DirectoryCompiler {
             reject(name, line, problems, counted: true)
             return
         }
-        pending.append(Pending(key: key, origin: file << 40 | UInt64(line),
-                               value: DirectoryFormat.encodeValue(blocked: blocked, label: labelID)))
+        guard sortFailure == nil else { return }
+        if line > lastLine { lastLine = line }
+        do {
+            try sorter.append(key: key, origin: files[Int(file)].base + UInt64(line),
+                              value: DirectoryFormat.encodeValue(blocked: blocked, label: labelID))
+        } catch {
+            sortFailure = error
+        }
     }
 
     private func pattern(_ bytes: UnsafeRawBufferPointer) -> Result<NumberPattern, InvalidNumber> {
@@ -365,41 +506,35 @@ public final class DirectoryCompiler {
         }
     }
 
-    private func readCSV(_ bytes: UnsafeRawBufferPointer, name: String, file: UInt64) throws {
-        // No delimiter in the first line: a single-column file (a header
-        // `number` and one number per line), or an empty one.
-        let delimiter = CSVDelimiter.detect(in: bytes) ?? .comma
+    private func readCSV(_ bytes: UnsafeRawBufferPointer, _ state: PieceReader, name: String, file: UInt64, more: Bool) throws -> Int {
+        if !state.started {
+            // No delimiter in the first line: a single-column file (a header
+            // `number` and one number per line), or an empty one.
+            state.delimiter = CSVDelimiter.detect(in: bytes) ?? .comma
+            state.started = true
+        }
+        let delimiter = state.delimiter
         let mapping = source.columns
-        var plan: CSVPlan? = nil
-        var headerFailed = false
-        let total = bytes.count
         let reader = CSVReader(bytes: bytes, delimiter: delimiter)
-        // The one-column case in locals of its own: copying the plan (and
-        // its arrays) for every line of a long list costs a fifth of the time.
-        var single: SingleColumn? = nil
-        var width = 0
-        var defaultAction: Action? = nil
-        try reader.forEachRecord { record in
-            if plan == nil {
-                if headerFailed { return }
-                plan = try csvPlan(record, name: name, file: file, mapping: mapping)
-                if plan == nil { headerFailed = true }
-                single = plan?.single
-                width = plan?.width ?? 0
-                defaultAction = plan?.defaultAction
+        let read = try reader.forEachRecord(firstLine: state.line, more: more) { record in
+            if state.plan == nil {
+                if state.headerFailed { return }
+                state.plan = try csvPlan(record, name: name, file: file, mapping: mapping)
+                if state.plan == nil { state.headerFailed = true }
+                state.single = state.plan?.single
+                state.width = state.plan?.width ?? 0
+                state.defaultAction = state.plan?.defaultAction
                 // The first line is a header, unless the operator said there is none.
-                if !mapping.noHeader || plan == nil { return }
+                if !mapping.noHeader || state.plan == nil { return }
             }
-            if record.line & 0xFFFF == 0 { reportProgress(record.line, of: total / 32) }
-            if let s = single {
-                readSingleRow(record, s, width: width, defaultAction: defaultAction, delimiter: delimiter, name: name, file: file)
+            if let s = state.single {
+                readSingleRow(record, s, width: state.width, defaultAction: state.defaultAction, delimiter: delimiter, name: name, file: file)
             } else {
-                readCSVRow(record, plan!, delimiter: delimiter, name: name, file: file)
+                readCSVRow(record, state.plan!, delimiter: delimiter, name: name, file: file)
             }
         }
-        if plan == nil && !headerFailed {
-            report(name, 1, "empty file (expected a header line such as number,action,label)")
-        }
+        state.line = read.nextLine
+        return read.consumed
     }
 
     /// The plan for a file from its first record: the columns the operator
@@ -541,16 +676,6 @@ public final class DirectoryCompiler {
         return (number, action, label, width)
     }
 
-    // MARK: Plain text
-
-    private func readText(_ bytes: UnsafeRawBufferPointer, name: String, file: UInt64) throws {
-        let total = bytes.count
-        try LineListReader(bytes: bytes).forEachItem { line, item in
-            if line & 0xFFFF == 0 { reportProgress(line, of: total / 16) }
-            addEntry(number: item, action: .block, label: nil, name: name, file: file, line: line)
-        }
-    }
-
     // MARK: JSON
 
     private func readJSON(_ bytes: UnsafeRawBufferPointer, name: String, file: UInt64) throws {
@@ -632,81 +757,197 @@ public final class DirectoryCompiler {
 
     // MARK: - Finishing
 
-    /// Sorts, resolves duplicates and builds the content; fails with every
-    /// diagnostic when any source line was bad.
-    public func finish() -> Result<DirectoryContent, CompileFailure> {
-        progress?("sorting", 0)
-        pending.sort { ($0.key, $0.origin) < ($1.key, $1.origin) }
-        progress?("sorting", 1)
+    /// What `write(to:)` wrote.
+    public struct Written: Sendable {
+        public var exactEntries = 0
+        public var prefixRules = 0
+        /// Entries and rules that block, and that carry a label.
+        public var blocking = 0
+        public var identified = 0
+        public var labels = 0
+        /// Sorted runs written to the temporary folder (0: everything fit
+        /// in memory), and the temporary bytes at their peak.
+        public var runs = 0
+        public var temporaryBytes = 0
+    }
 
-        var kept = [Pending]()
-        kept.reserveCapacity(pending.count)
-        var i = 0
-        while i < pending.count {
-            var j = i + 1
-            while j < pending.count, pending[j].key == pending[i].key { j += 1 }
-            var chosen = pending[i]
-            for k in (i + 1)..<j {
-                guard pending[k].value != pending[i].value else {
-                    summary.duplicatesMerged += 1
-                    continue
-                }
-                switch options.onDuplicate {
-                case .error:
-                    let a = pending[i], b = pending[k]
-                    let line = Int(b.origin & 0xFF_FFFF_FFFF)
-                    if lenientFiles.contains(a.origin >> 40), lenientFiles.contains(b.origin >> 40) {
-                        // An export lists a number once per complaint (or
-                        // contact): the first row decides, as for feeds.
-                        summary.conflictsKeptFirst += 1
-                        warn(fileName(b.origin), line, "\(describeKey(a.key)) again (\(describeValue(b.value))): \(fileName(a.origin)):\(a.origin & 0xFF_FFFF_FFFF) kept (\(describeValue(a.value)))")
-                        continue
-                    }
-                    report(fileName(b.origin), line,
-                           "\(describeKey(a.key)) conflicts with \(fileName(a.origin)):\(a.origin & 0xFF_FFFF_FFFF) (\(describeValue(b.value)) here, \(describeValue(a.value)) there); use --on-duplicate first|last to choose")
-                case .first: summary.conflictsKeptFirst += 1
-                case .last: chosen = pending[k]; summary.conflictsKeptLast += 1
+    /// Sorts, resolves duplicates and builds the content in memory; fails
+    /// with every diagnostic when any source line was bad.
+    public func finish() -> Result<DirectoryContent, CompileFailure> {
+        var exactKeys: [UInt64] = [], exactValues: [UInt32] = []
+        var prefixKeys: [UInt64] = [], prefixValues: [UInt32] = []
+        exactKeys.reserveCapacity(sorter.totalRecords)
+        exactValues.reserveCapacity(sorter.totalRecords)
+        let used: [Bool]
+        do {
+            used = try resolve { (key, value) throws(DirectoryError) in
+                if key >> 63 == 0 {
+                    exactKeys.append(key)
+                    exactValues.append(value)
+                } else {
+                    prefixKeys.append(key & ~(1 << 63))
+                    prefixValues.append(value)
                 }
             }
-            if options.onDuplicate == .last { chosen = pending[j - 1] }
-            kept.append(chosen)
-            i = j
+        } catch {
+            return .failure(failure(error))
         }
         if diagnosticCount > 0 {
             return .failure(CompileFailure(diagnostics: diagnostics.sorted(by: Self.ordered), total: diagnosticCount))
         }
-        pending = []
-
-        // Only labels still in use, in byte order, so the same entries always
-        // give the same file (compile -> export -> compile is identical).
-        var used = [Bool](repeating: false, count: labels.count)
-        for entry in kept where entry.value >> 1 != 0 { used[Int(entry.value >> 1) - 1] = true }
-        let order = labels.sortedIDs((0..<labels.count).filter { used[$0] })
-        var remap = [UInt32](repeating: 0, count: labels.count)
+        let (table, remap) = labelTable(used)
         var content = DirectoryContent()
         content.directoryVersion = options.directoryVersion
-        content.labels.reserveCapacity(order.count)
-        for (newID, oldID) in order.enumerated() {
-            remap[oldID] = UInt32(newID)
-            content.labels.append(Array(labels.bytes(oldID)))
-        }
-        content.exactKeys.reserveCapacity(kept.count)
-        content.exactValues.reserveCapacity(kept.count)
-        for entry in kept {
-            var value = entry.value & 1
-            if entry.value >> 1 != 0 { value |= (remap[Int(entry.value >> 1) - 1] + 1) << 1 }
-            if entry.key >> 63 == 0 {
-                content.exactKeys.append(entry.key)
-                content.exactValues.append(value)
-            } else {
-                content.prefixKeys.append(entry.key & ~(1 << 63))
-                content.prefixValues.append(value)
-            }
-        }
+        content.labels = (0..<table.count).map { i in table.withLabel(i) { Array($0) } }
+        content.exactKeys = exactKeys
+        content.exactValues = exactValues.map { remapped($0, remap) }
+        content.prefixKeys = prefixKeys
+        content.prefixValues = prefixValues.map { remapped($0, remap) }
         return .success(content)
     }
 
-    private func fileName(_ origin: UInt64) -> String { files[Int(origin >> 40)] }
+    /// Sorts, resolves duplicates and writes the directory file at `path`
+    /// (atomically), streaming the entries from the sorted runs into it:
+    /// memory stays within `options.memoryBudget` whatever the size.
+    /// Fails with every diagnostic when any source line was bad; throws
+    /// when a file cannot be written.
+    public func write(to path: String, progress written: DirectoryWriter.Progress? = nil) throws(DirectoryError) -> Result<Written, CompileFailure> {
+        var summary = Written()
+        let spool = KeptSpool(folder: sorter.spilled ? options.temporaryFolder : nil)
+        defer { spool.remove() }
+        let used = try resolve { (key, value) throws(DirectoryError) in try spool.append(key, value) }
+        summary.runs = sorter.runsWritten
+        if diagnosticCount > 0 {
+            return .failure(CompileFailure(diagnostics: diagnostics.sorted(by: Self.ordered), total: diagnosticCount))
+        }
+        let (table, remap) = labelTable(used)
+        var plan = DirectoryPlan(entryCount: spool.exactCount, prefixCount: spool.count - spool.exactCount, labels: table)
+        plan.directoryVersion = options.directoryVersion
+        try DirectoryWriter.write(plan, to: path, progress: written) { (sink) throws(DirectoryError) in
+            try spool.replay { (key, value) throws(DirectoryError) in
+                let v = remapped(value, remap)
+                if v & 1 != 0 { summary.blocking += 1 }
+                if v >> 1 != 0 { summary.identified += 1 }
+                if key >> 63 == 0 { try sink.exact(key, v) } else { try sink.prefix(key & ~(1 << 63), v) }
+            }
+        }
+        // The runs are removed once merged, when the kept entries are all spooled.
+        summary.temporaryBytes = sorter.spilledBytes + spool.bytes
+        summary.exactEntries = plan.entryCount
+        summary.prefixRules = plan.prefixCount
+        summary.labels = table.count
+        return .success(summary)
+    }
+
+    /// Everything `write(to:)` does but the writing: the counts, or every
+    /// diagnostic (`lookupd update` checks a feed's list with it).
+    public func check() throws(DirectoryError) -> Result<Written, CompileFailure> {
+        var summary = Written()
+        let used = try resolve { (key, value) throws(DirectoryError) in
+            if key >> 63 == 0 { summary.exactEntries += 1 } else { summary.prefixRules += 1 }
+            if value & 1 != 0 { summary.blocking += 1 }
+            if value >> 1 != 0 { summary.identified += 1 }
+        }
+        summary.runs = sorter.runsWritten
+        summary.temporaryBytes = sorter.spilledBytes
+        summary.labels = used.filter { $0 }.count
+        if diagnosticCount > 0 {
+            return .failure(CompileFailure(diagnostics: diagnostics.sorted(by: Self.ordered), total: diagnosticCount))
+        }
+        return .success(summary)
+    }
+
+    private func failure(_ error: DirectoryError) -> CompileFailure {
+        CompileFailure(diagnostics: [Diagnostic(file: options.temporaryFolder ?? "sort", line: 0, message: "\(error)")], total: 1)
+    }
+
+    /// Reads the entries in (key, reading) order, resolves the lines that
+    /// give one number (or rule) more than once, and hands each entry kept
+    /// to `keep` (not when there were errors already: nothing will be
+    /// written). Returns which labels the kept entries use.
+    private func resolve(_ keep: (UInt64, UInt32) throws(DirectoryError) -> Void) throws(DirectoryError) -> [Bool] {
+        if let sortFailure { throw sortFailure }
+        progress?("sorting", 0)
+        var used = [Bool](repeating: false, count: labels.count)
+        let keeping = diagnosticCount == 0
+        let total = max(1, sorter.totalRecords)
+        var seen = 0
+        var first = SortedRecord(key: 0, origin: 0, value: 0)
+        var chosen = first
+        var inGroup = false
+        func close() throws(DirectoryError) {
+            if chosen.value >> 1 != 0 { used[Int(chosen.value >> 1) - 1] = true }
+            if keeping { try keep(chosen.key, chosen.value) }
+        }
+        try sorter.drain { (r) throws(DirectoryError) in
+            seen += 1
+            if seen & 0xFFFFF == 0 { progress?("sorting", Double(seen) / Double(total)) }
+            guard inGroup, r.key == first.key else {
+                if inGroup { try close() }
+                first = r
+                chosen = r
+                inGroup = true
+                return
+            }
+            if r.value == first.value {
+                summary.duplicatesMerged += 1
+            } else {
+                switch options.onDuplicate {
+                case .error:
+                    let a = first, b = r
+                    if lenientFiles.contains(UInt64(fileIndex(a.origin))), lenientFiles.contains(UInt64(fileIndex(b.origin))) {
+                        // An export lists a number once per complaint (or
+                        // contact): the first row decides, as for feeds.
+                        summary.conflictsKeptFirst += 1
+                        warn(fileName(b.origin), line(b.origin), "\(describeKey(a.key)) again (\(describeValue(b.value))): \(fileName(a.origin)):\(line(a.origin)) kept (\(describeValue(a.value)))")
+                    } else {
+                        report(fileName(b.origin), line(b.origin),
+                               "\(describeKey(a.key)) conflicts with \(fileName(a.origin)):\(line(a.origin)) (\(describeValue(b.value)) here, \(describeValue(a.value)) there); use --on-duplicate first|last to choose")
+                    }
+                case .first: summary.conflictsKeptFirst += 1
+                case .last: summary.conflictsKeptLast += 1
+                }
+            }
+            if options.onDuplicate == .last { chosen = r }
+        }
+        if inGroup { try close() }
+        progress?("sorting", 1)
+        return used
+    }
+
+    /// Only labels still in use, in byte order, so the same entries always
+    /// give the same file (compile -> export -> compile is identical); and
+    /// the new number of each interned label.
+    private func labelTable(_ used: [Bool]) -> (LabelTable, [UInt32]) {
+        let order = labels.sortedIDs((0..<labels.count).filter { used[$0] })
+        var remap = [UInt32](repeating: 0, count: labels.count)
+        var table = LabelTable()
+        for (newID, oldID) in order.enumerated() {
+            remap[oldID] = UInt32(newID)
+            table.append(labels.bytes(oldID))
+        }
+        return (table, remap)
+    }
+
+    private func remapped(_ value: UInt32, _ remap: [UInt32]) -> UInt32 {
+        var v = value & 1
+        if value >> 1 != 0 { v |= (remap[Int(value >> 1) - 1] + 1) << 1 }
+        return v
+    }
+
+    /// The file an origin was read from, by the bases in `files`.
+    private func fileIndex(_ origin: UInt64) -> Int {
+        var lo = 0, hi = files.count - 1
+        while lo < hi {
+            let mid = (lo + hi + 1) / 2
+            if files[mid].base <= origin { lo = mid } else { hi = mid - 1 }
+        }
+        return lo
+    }
+
+    private func line(_ origin: UInt64) -> Int { Int(origin - files[fileIndex(origin)].base) }
+
+    private func fileName(_ origin: UInt64) -> String { files[fileIndex(origin)].name }
 
     private func describeKey(_ key: UInt64) -> String {
         if key >> 63 == 0 { return "+\(key)" }
