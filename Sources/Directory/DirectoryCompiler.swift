@@ -769,6 +769,8 @@ public final class DirectoryCompiler {
         /// in memory), and the temporary bytes at their peak.
         public var runs = 0
         public var temporaryBytes = 0
+        /// `LabelRules.backslashWarning` for the labels written, if any holds one.
+        public var backslashWarning: String? = nil
     }
 
     /// Sorts, resolves duplicates and builds the content in memory; fails
@@ -836,6 +838,11 @@ public final class DirectoryCompiler {
         summary.exactEntries = plan.entryCount
         summary.prefixRules = plan.prefixCount
         summary.labels = table.count
+        var withBackslash: [[UInt8]] = []
+        for i in 0..<table.count {
+            table.withLabel(i) { if $0.contains(0x5C) { withBackslash.append(Array($0)) } }
+        }
+        summary.backslashWarning = LabelRules.backslashWarning(withBackslash)
         return .success(summary)
     }
 

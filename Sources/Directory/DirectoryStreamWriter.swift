@@ -1,5 +1,6 @@
 import Glibc
 import SystemCalls
+import TextRules
 
 /// The labels of a directory as the file stores them: the bytes of every
 /// label one after the other, and where each one ends. Flat, so a table of

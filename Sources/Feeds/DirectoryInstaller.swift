@@ -17,20 +17,23 @@ enum DirectoryInstaller {
     static func newPath(_ target: String) -> String { target + ".new" }
     static func previousPath(_ target: String) -> String { target + ".previous" }
 
-    static func install(_ content: DirectoryContent, at target: String) throws(FeedError) -> Installed {
+    /// `write` writes the new file at the path it is given and says how
+    /// many numbers and prefix rules it wrote.
+    static func install(at target: String, write: (String) throws(FeedError) -> (numbers: Int, prefixRules: Int)) throws(FeedError) -> Installed {
         try FileOperations.makeFolders(FileOperations.folder(of: target))
         let staged = newPath(target)
+        let compiled: (numbers: Int, prefixRules: Int)
         do {
-            try DirectoryWriter.write(content, to: staged)
+            compiled = try write(staged)
         } catch {
             FileOperations.remove(staged)
-            throw FeedError("cannot write \(staged): \(error)")
+            throw error
         }
         do {
             let file = try DirectoryFile(path: staged)
             try file.verify()
-            guard file.count == content.exactKeys.count, file.prefixRuleCount == content.prefixKeys.count else {
-                throw DirectoryError.corrupt(path: staged, reason: "\(file.count) numbers written, \(content.exactKeys.count) compiled")
+            guard file.count == compiled.numbers, file.prefixRuleCount == compiled.prefixRules else {
+                throw DirectoryError.corrupt(path: staged, reason: "\(file.count) numbers written, \(compiled.numbers) compiled")
             }
         } catch {
             FileOperations.remove(staged)
@@ -49,7 +52,7 @@ enum DirectoryInstaller {
         do { try FileOperations.syncFolder(FileOperations.folder(of: target)) } catch {
             throw FeedError("\(target) was replaced, but \(error.message); it may not survive a power cut")
         }
-        return Installed(numbers: content.exactKeys.count, prefixRules: content.prefixKeys.count, keptPrevious: kept)
+        return Installed(numbers: compiled.numbers, prefixRules: compiled.prefixRules, keptPrevious: kept)
     }
 
     /// Exchanges the target and its previous version (so a second rollback undoes the first),

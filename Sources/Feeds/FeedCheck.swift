@@ -125,7 +125,7 @@ struct FeedCheck {
         if !unpacked.skipped.isEmpty {
             log(.info, "\(feed.name): archive members not read: \(unpacked.skipped.prefix(10).joined(separator: ", "))")
         }
-        let counted = try compiler.count(unpacked.sources)
+        let counted = try compiler.count(unpacked.sources, work: work)
         let entries = counted.entries
         for warning in counted.warnings.prefix(FeedCompiler.quotedDiagnostics) { log(.warning, "\(feed.name): \(warning)") }
         if counted.warningCount > FeedCompiler.quotedDiagnostics {

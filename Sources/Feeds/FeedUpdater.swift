@@ -212,9 +212,11 @@ public final class FeedUpdater {
         } else {
             version = UInt64(FeedClock.stamp(now))!
         }
-        let content = try compiler.build(sources, version: version)
-        if let warning = LabelRules.backslashWarning(content.labels) { log(.warning, "\(target): \(warning)") }
-        let installed = try DirectoryInstaller.install(content, at: target)
+        let installed = try DirectoryInstaller.install(at: target) { (staged) throws(FeedError) in
+            let written = try compiler.build(sources, version: version, to: staged)
+            if let warning = written.backslashWarning { log(.warning, "\(target): \(warning)") }
+            return (written.exactEntries, written.prefixRules)
+        }
 
         // The new file is in force from here on: a feed whose download cannot be stored keeps
         // its old validators, so the next run fetches and stores it again.
