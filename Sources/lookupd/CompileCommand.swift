@@ -10,6 +10,7 @@ let compileCommand = Command(
     summary: "compile CSV, JSON, text or vCard sources into a directory file",
     usage: """
     Usage: lookupd compile [OPTIONS] SOURCE... -o OUT.lkd
+           lookupd compile [OPTIONS] - -o OUT.lkd      (a source on standard input)
 
     Reads the sources, validates every line, and writes one directory file.
     Nothing is written unless every line of every source is valid (or
@@ -36,7 +37,14 @@ let compileCommand = Command(
     A number ending in * is a prefix rule (+86170* covers every number under
     it); an exact entry beats a prefix, a longer prefix beats a shorter one.
     Numbers without a country code are read with the numbering plan of the
-    configuration (or the options below).
+    configuration (or the options below). A source named - is read from
+    standard input (CSV unless --format says otherwise), so a generator can
+    pipe billions of lines without a file.
+
+    Memory stays within --memory whatever the size of the sources: entries
+    beyond it are sorted in runs written to a temporary folder beside
+    OUT.lkd (about 10 bytes an entry; removed when done) and merged into
+    the file. Labels are kept in memory, once each.
 
     Options:
       -o, --output OUT.lkd     the directory file to write (required)
@@ -61,6 +69,8 @@ let compileCommand = Command(
                                first or last (keep that one)
       --directory-version N    version number stored in the file (default 0)
       --max-errors N           errors printed before stopping (default 50)
+      --memory SIZE            memory the compile may use, e.g. 2G or 512M
+                               (default: an eighth of this machine's, \(formatBytes(DirectoryCompiler.defaultMemoryBudget)) here)
       --config FILE            take the numbering plan from this configuration
     \(PlanOptions.help)
       -q, --quiet              no summary line
@@ -73,7 +83,7 @@ let compileCommand = Command(
 )
 
 private func runCompile(_ raw: [String]) throws -> Int32 {
-    let args = try Arguments(raw, valued: Set(["output", "format", "on-duplicate", "directory-version", "max-errors", "config",
+    let args = try Arguments(raw, valued: Set(["output", "format", "on-duplicate", "directory-version", "max-errors", "config", "memory",
                                                "number-column", "label-column", "action-column", "action"]).union(PlanOptions.names),
                              flags: ["quiet", "no-header", "skip-invalid", "vanity", "discard-changes"], aliases: ["o": "output", "q": "quiet"])
     if args.flag("help") {
@@ -112,6 +122,15 @@ private func runCompile(_ raw: [String]) throws -> Int32 {
     }
     options.skipInvalid = args.flag("skip-invalid")
     options.vanity = args.flag("vanity")
+    if let text = try args.value("memory") {
+        guard let bytes = DirectoryCompiler.parseMemory(text), bytes >= 64 << 20 else {
+            throw UsageError("--memory expects a size of at least 64M, such as 2G or 512M")
+        }
+        options.memoryBudget = bytes
+    }
+    // Runs go beside the output: the same file system, which has to hold the file anyway.
+    options.temporaryFolder = FileSystem.folder(of: output)
+    guard args.positionals.filter({ $0 == "-" }).count <= 1 else { throw UsageError("standard input (-) can be read once") }
     let outputIdentity = fileIdentity(output)
     for source in args.positionals where source == output || (outputIdentity != nil && fileIdentity(source) == outputIdentity) {
         throw UsageError("the output \(output) is also a source")
@@ -135,14 +154,25 @@ private func runCompile(_ raw: [String]) throws -> Int32 {
     for (index, source) in args.positionals.enumerated() {
         bar.file = args.positionals.count > 1 ? "\(index + 1)/\(args.positionals.count)" : ""
         do {
-            try compiler.add(path: source == "-" ? "/dev/stdin" : source)
+            if source == "-" {
+                try compiler.add(descriptor: FileDescriptor(rawValue: 0), name: "stdin", format: options.format ?? .csv)
+            } else {
+                try compiler.add(path: source)
+            }
         } catch {
             bar.clear()
             throw CommandFailure("\(error)")
         }
     }
-    let content: DirectoryContent
-    switch compiler.finish() {
+    let written: DirectoryCompiler.Written
+    let outcome: Result<DirectoryCompiler.Written, CompileFailure>
+    do {
+        outcome = try compiler.write(to: output) { fraction in bar.show("writing", fraction) }
+    } catch {
+        bar.clear()
+        throw CommandFailure("\(error)")
+    }
+    switch outcome {
     case .failure(let failure):
         bar.clear()
         var err = OutputBuffer(fd: 2)
@@ -151,35 +181,28 @@ private func runCompile(_ raw: [String]) throws -> Int32 {
         err.append("lookupd: \(failure.total) error\(failure.total == 1 ? "" : "s"); \(output) not written\(compiler.rejectedLines > 0 ? " (--skip-invalid leaves bad lines out)" : "")\n")
         err.flush()
         return 1
-    case .success(let c):
-        content = c
+    case .success(let w):
+        written = w
     }
+    bar.clear()
     if !args.flag("quiet") || options.skipInvalid {
         var err = OutputBuffer(fd: 2)
         for warning in compiler.warnings.prefix(maxErrors) { err.append("warning: " + warning.description + "\n") }
         if compiler.warningCount > maxErrors { err.append("... and \(compiler.warningCount - maxErrors) more warnings\n") }
         err.flush()
     }
-    do {
-        try DirectoryWriter.write(content, to: output) { fraction in bar.show("writing", fraction) }
-    } catch {
-        bar.clear()
-        throw CommandFailure("\(error)")
-    }
-    bar.clear()
-    if let warning = LabelRules.backslashWarning(content.labels) {
+    if let warning = written.backslashWarning {
         var err = OutputBuffer(fd: 2)
         err.append("lookupd compile: warning: \(output): \(warning)\n")
         err.flush()
     }
     if !args.flag("quiet") {
-        let blocked = content.exactValues.reduce(0) { $0 + Int($1 & 1) } + content.prefixValues.reduce(0) { $0 + Int($1 & 1) }
-        let identified = content.exactValues.reduce(0) { $0 + ($1 >> 1 != 0 ? 1 : 0) } + content.prefixValues.reduce(0) { $0 + ($1 >> 1 != 0 ? 1 : 0) }
         var out = OutputBuffer(fd: 1)
         for (file, shape) in compiler.summary.shapes {
             out.append("\(file): read as \(shape.name): \(shape.meaning)\n")
         }
-        out.append("wrote \(output): \(content.exactKeys.count) numbers and \(content.prefixKeys.count) prefix rules from \(compiler.linesRead) lines (\(blocked) blocking, \(identified) with a label, \(content.labels.count) distinct labels)\(CompileColumns.describe(compiler.summary)) in \(formatSeconds(monotonicNow() - started))\n")
+        let sorted = written.runs == 0 ? "" : ", sorted in \(written.runs) runs (\(formatBytes(written.temporaryBytes)) of temporary files)"
+        out.append("wrote \(output): \(written.exactEntries) numbers and \(written.prefixRules) prefix rules from \(compiler.linesRead) lines (\(written.blocking) blocking, \(written.identified) with a label, \(written.labels) distinct labels)\(CompileColumns.describe(compiler.summary))\(sorted) in \(formatSeconds(monotonicNow() - started))\n")
         if let journal = try? JournalFollower.read(path: JournalFormat.path(forDirectory: output)), journal.state.changeCount > 0 {
             let n = journal.state.changeCount
             out.append("\(JournalFormat.path(forDirectory: output)): its \(n) change\(n == 1 ? "" : "s") made with lookupd add and remove stay in force over the new file\n")
@@ -219,6 +242,19 @@ final class ProgressBar {
         out.append("\r" + String(repeating: " ", count: 60) + "\r")
         out.flush()
     }
+}
+
+/// 2.0 GiB, 512 MiB: a size for a person.
+func formatBytes(_ n: Int) -> String {
+    let units = ["bytes", "KiB", "MiB", "GiB", "TiB"]
+    var value = Double(n)
+    var unit = 0
+    while value >= 1024, unit < units.count - 1 {
+        value /= 1024
+        unit += 1
+    }
+    if unit == 0 { return "\(n) bytes" }
+    return "\(Double(Int(value * 10)) / 10) \(units[unit])"
 }
 
 func formatSeconds(_ s: Double) -> String {
