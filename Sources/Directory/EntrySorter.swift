@@ -24,8 +24,9 @@ struct SortedRecord {
 /// it. When everything fits in one buffer, nothing is written.
 ///
 /// Memory: two buffers of 16 bytes per entry (the radix sort's source and
-/// target) plus 1 MiB per run while merging; `capacity` is chosen by the
-/// compiler from its memory budget.
+/// target) while sorting, and while merging a read buffer per run sharing
+/// that space (1 MiB each at most, 64 KiB at least); `capacity` is chosen
+/// by the compiler from its memory budget.
 ///
 /// Origins: each record carries a global line number, the file's base plus
 /// the line, kept in 32 bits relative to the first of its run (a run
@@ -166,7 +167,7 @@ final class EntrySorter {
         guard made != nil else {
             throw .system(path: parent, operation: "create a temporary folder for sorting in", errno: errno)
         }
-        let path = String(cString: template)
+        let path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         folder = path
         return path
     }
@@ -228,8 +229,11 @@ final class EntrySorter {
         bufferCapacity = 1
         scratch?.deallocate()
         scratch = nil
+        // The read buffers share what the sort buffers held (1 MiB each at
+        // most, 64 KiB at least): many runs of a small budget stay within it.
+        let bufferSize = min(1 << 20, max(64 << 10, capacity * MemoryLayout<Packed>.stride * 2 / runs.count))
         var cursors: [RunCursor] = []
-        for run in runs { cursors.append(try RunCursor(run.path, records: run.records, base: run.base)) }
+        for run in runs { cursors.append(try RunCursor(run.path, records: run.records, base: run.base, bufferSize: bufferSize)) }
         defer { for c in cursors { c.close() } }
         // A binary heap of run numbers ordered by (current key, run number).
         var heap: [Int] = []
@@ -314,17 +318,18 @@ final class VarintReader {
     let fd: FileDescriptor
     let path: String
     private let buffer: UnsafeMutablePointer<UInt8>
+    private let size: Int
     private var start = 0
     private var end = 0
     private var atEnd = false
-    static let size = 1 << 20
 
-    init(_ path: String, unlinkAfterOpen: Bool = false) throws(DirectoryError) {
+    init(_ path: String, bufferSize: Int = 1 << 20) throws(DirectoryError) {
         do { fd = try FileDescriptor.open(path, O_RDONLY | O_CLOEXEC) } catch {
             throw .system(path: path, operation: "open", errno: error.rawValue)
         }
         self.path = path
-        buffer = .allocate(capacity: VarintReader.size)
+        size = max(bufferSize, 64)
+        buffer = .allocate(capacity: size)
         // Read once, front to back: no use keeping what was read.
         _ = posix_fadvise(fd.rawValue, 0, 0, POSIX_FADV_SEQUENTIAL)
     }
@@ -340,7 +345,7 @@ final class VarintReader {
         end -= start
         start = 0
         let n: Int
-        do { n = try fd.read(into: UnsafeMutableRawBufferPointer(start: buffer + end, count: VarintReader.size - end)) } catch {
+        do { n = try fd.read(into: UnsafeMutableRawBufferPointer(start: buffer + end, count: size - end)) } catch {
             throw .system(path: path, operation: "read", errno: error.rawValue)
         }
         if n == 0 { atEnd = true }
@@ -370,8 +375,8 @@ final class RunCursor {
     private let base: UInt64
     private(set) var current = SortedRecord(key: 0, origin: 0, value: 0)
 
-    init(_ path: String, records: Int, base: UInt64) throws(DirectoryError) {
-        reader = try VarintReader(path)
+    init(_ path: String, records: Int, base: UInt64, bufferSize: Int) throws(DirectoryError) {
+        reader = try VarintReader(path, bufferSize: bufferSize)
         remaining = records
         self.base = base
     }
@@ -424,7 +429,7 @@ final class KeptSpool {
             var template = Array((folder + "/.lookupd-kept-XXXXXX").utf8CString)
             let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
             guard fd >= 0 else { throw .system(path: folder, operation: "create a temporary file in", errno: errno) }
-            let name = String(cString: template)
+            let name = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
             path = name
             writer = VarintWriter(fd: FileDescriptor(rawValue: fd), path: name)
         }
