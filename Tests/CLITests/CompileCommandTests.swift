@@ -34,6 +34,33 @@ final class CompileCommandTests: CLITestCase {
         XCTAssertEqual(clean.stderr, "")
     }
 
+    /// `compile -` reads standard input (the sorting in runs a --memory
+    /// too small for the input makes is tested in StreamingCompileTests,
+    /// in-process: 64M, the least --memory takes, is 1.5 M entries).
+    func testCompileFromStandardInput() throws {
+        var csv = "number,action,label\n"
+        for i in 0..<2_000 { csv += "+\(8_613_000_000_000 + UInt64((i &* 7919) % 2_000) * 3),block,Spam \(i % 7)\n" }
+        let source = write("dir.csv", csv)
+        let piped = try lookupd(["compile", "--memory", "64M", "-", "-o", file("piped.lkd")], stdin: Data(csv.utf8))
+        XCTAssertEqual(piped.status, 0, piped.stderr)
+        XCTAssertTrue(piped.stdout.hasPrefix("wrote \(file("piped.lkd")): 2000 numbers and 0 prefix rules from 2000 lines (2000 blocking, 2000 with a label, 7 distinct labels) in "), piped.stdout)
+        let whole = try lookupd(["compile", "-q", source, "-o", file("whole.lkd")])
+        XCTAssertEqual(whole.status, 0, whole.stderr)
+        XCTAssertEqual(read(file("piped.lkd")), read(file("whole.lkd")))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix(".") }, [])
+        // Diagnostics name standard input and the line.
+        let bad = try lookupd(["compile", "-", "-o", file("bad.lkd")], stdin: Data("number\n+8613800138000\nnope\n".utf8))
+        XCTAssertEqual(bad.status, 1)
+        XCTAssertTrue(bad.stderr.hasPrefix("stdin:3: invalid number 'nope': contains letters\n"), bad.stderr)
+
+        let small = try lookupd(["compile", "--memory", "1M", "-", "-o", file("x.lkd")], stdin: Data(csv.utf8))
+        XCTAssertEqual(small.status, 2)
+        XCTAssertTrue(small.stderr.contains("--memory expects a size of at least 64M"), small.stderr)
+        let twice = try lookupd(["compile", "-", "-", "-o", file("x.lkd")])
+        XCTAssertEqual(twice.status, 2)
+        XCTAssertTrue(twice.stderr.contains("standard input (-) can be read once"), twice.stderr)
+    }
+
     func testInvalidSourcesWriteNothing() throws {
         let source = write("bad.csv", """
         number,action,label
