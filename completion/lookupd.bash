@@ -5,7 +5,7 @@
 _lookupd_options() {
     case "$1" in
         query)   echo "--config --directory --contacts --callee --verstat --at --json --country-code --national-prefix --international-prefix --national-number-length --help" ;;
-        compile) echo "--output --format --on-duplicate --directory-version --max-errors --config --number-column --label-column --action-column --action --no-header --skip-invalid --vanity --discard-changes --country-code --national-prefix --international-prefix --national-number-length --quiet --help" ;;
+        compile) echo "--output --format --on-duplicate --directory-version --max-errors --memory --config --number-column --label-column --action-column --action --no-header --skip-invalid --vanity --discard-changes --country-code --national-prefix --international-prefix --national-number-length --quiet --help" ;;
         check)   echo "--help" ;;
         inspect) echo "--json --config --help" ;;
         export)  echo "--base-only --output --help" ;;
@@ -57,7 +57,7 @@ _lookupd() {
             COMPREPLY=($(compgen -W "TN-Validation-Passed TN-Validation-Failed No-TN-Validation" -- "$cur")); return ;;
         --since)
             COMPREPLY=($(compgen -W "15m 1h 24h 7d" -- "$cur")); return ;;
-        --label|--callee|--caller|--at|--to|--from|--rollback|--country-code|--national-prefix|--international-prefix|--national-number-length|--directory-version|--max-errors|--number-column|--label-column|--action-column)
+        --label|--callee|--caller|--at|--to|--from|--rollback|--country-code|--national-prefix|--international-prefix|--national-number-length|--directory-version|--max-errors|--memory|--number-column|--label-column|--action-column)
             return ;;
     esac
 
