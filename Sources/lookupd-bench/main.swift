@@ -11,6 +11,7 @@ let usage = """
 Usage: lookupd-bench directory [--sizes N,N,...] [--rounds R] [--dir PATH]
        lookupd-bench compile [--entries N] [--dir PATH]
        lookupd-bench blocks [--entries N] [--shifts S,S,...] [--probes P] [--dir PATH] [--keep SHIFT]
+       lookupd-bench generate [--entries N]
 
 directory  for each size: write a directory file of N random numbers, time
            opening it, and time lookups of random members (hits) and random
@@ -26,6 +27,11 @@ blocks     for each checksum block size 2^S: write a directory of N entries,
            blocks hashed per lookup, lookups once every block is verified,
            checking every block (inspect) and the full check. --keep S
            leaves that size's file as DIR/blocks-S.lkd for timing the CLI.
+generate   write a CSV of N lines to standard output, for
+           `lookupd-bench generate --entries 1e9 | lookupd compile - -o big.lkd`:
+           N distinct numbers over +86 13x..19x in a scattered order, half
+           blocked with one of 10,000 labels, half identified with one of
+           100,000; holds nothing, so any N costs the same memory.
 
 """
 
@@ -306,6 +312,74 @@ func compileBenchmark(_ options: Options) {
     unlink(out)
 }
 
+/// `generate`: the distinct numbers low + 7j + (a jitter below 7 from j),
+/// for j = i * P mod n with P prime to n, which visits every j once in a
+/// scattered order; formatted by hand (string interpolation would cost
+/// more than the compile it feeds).
+func generateCSV(_ options: Options) {
+    let n = UInt64(options.entries)
+    guard n > 0, n <= 1_000_000_000 else { say("generate: --entries must be 1...1e9"); exit(2) }
+    func gcd(_ a: UInt64, _ b: UInt64) -> UInt64 { b == 0 ? a : gcd(b, a % b) }
+    var multiplier: UInt64 = 2_654_435_761
+    while gcd(multiplier, n) != 1 { multiplier += 2 }
+    let low: UInt64 = 8_613_000_000_000
+    let size = 1 << 20
+    let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: size)
+    var used = 0
+    func flush() {
+        var done = 0
+        while done < used {
+            let w = write(1, buffer + done, used - done)
+            if w <= 0 { exit(1) }
+            done += w
+        }
+        used = 0
+    }
+    func put(_ text: StaticString) {
+        text.withUTF8Buffer { b in
+            for c in b { buffer[used] = c; used += 1 }
+        }
+    }
+    func put(_ value: UInt64) {
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        var v = value
+        withUnsafeMutableBytes(of: &digits) { d in
+            repeat {
+                d[count] = UInt8(truncatingIfNeeded: v % 10) &+ 0x30
+                count += 1
+                v /= 10
+            } while v > 0
+            while count > 0 {
+                count -= 1
+                buffer[used] = d[count]
+                used += 1
+            }
+        }
+    }
+    put("number,action,label\n")
+    var rng = Random(state: 99)
+    for i in 0..<n {
+        if used > size - 64 { flush() }
+        let j = (i &* multiplier) % n
+        var mix = j &* 0x9E37_79B9_7F4A_7C15
+        mix ^= mix >> 29
+        put("+")
+        put(low + 7 * j + mix % 7)
+        if rng.below(2) == 0 {
+            put(",block,Spam ")
+            put(rng.below(10000))
+        } else {
+            put(",identify,Business ")
+            put(rng.below(100000))
+        }
+        put("\n")
+    }
+    flush()
+}
+
 var options = Options()
 var args = Array(CommandLine.arguments.dropFirst())
 guard let mode = args.first else { print(usage, terminator: ""); exit(2) }
@@ -330,5 +404,6 @@ switch mode {
 case "directory": directoryBenchmark(options)
 case "compile": compileBenchmark(options)
 case "blocks": blocksBenchmark(options)
+case "generate": generateCSV(options)
 default: print(usage, terminator: ""); exit(2)
 }
