@@ -46,7 +46,7 @@ final class HTTPListener: @unchecked Sendable {
     static let refusedLimit = 64
     static let refusedTimeout = 5.0
     private var set: ServingSet
-    private var json = JSONDecisionWriter()
+    private var json = JSONWriter()
 
     init(address: ListenAddress, current: CurrentSet, stopFlag: StopFlag, counters: HTTPCounters, latency: LatencyHistogram,
          page: StatusPage, metrics: @escaping @Sendable () -> String) throws(SystemError) {
@@ -317,7 +317,9 @@ final class HTTPListener: @unchecked Sendable {
                 answer(c, endpoint, 200, "OK", body, keepAlive: request.keepAlive, head: head,
                        contentType: "text/plain; charset=utf-8")
             } else {
-                let body = number.withUnsafeBytes { json.write(input: $0, decision, set: screening) }
+                json.reset()
+                number.withUnsafeBytes { screening.writeJSON(decision, input: $0, to: &json) }
+                let body = json.line
                 answer(c, endpoint, 200, "OK", body, keepAlive: request.keepAlive, head: head,
                        contentType: "application/json")
             }
@@ -592,49 +594,5 @@ struct HTTPQuery {
             }
         }
         return out
-    }
-}
-
-/// A decision as JSON, in the shape `lookupd query --json` prints.
-struct JSONDecisionWriter {
-    private var bytes: [UInt8] = []
-
-    mutating func write(input: UnsafeRawBufferPointer, _ d: Decision, set: ScreeningSet) -> [UInt8] {
-        bytes.removeAll(keepingCapacity: true)
-        append("{\"input\":")
-        string(input)
-        append(",\"number\":")
-        if let number = d.number { string(number.description) } else { append("null") }
-        append(",\"verdict\":")
-        string(d.verdict.rawValue)
-        append(",\"label\":")
-        if let label = d.label { set.withLabel(label) { string($0) } } else { append("null") }
-        append(",\"source\":")
-        if let source = d.source { string(set.sourceName(source)) } else { append("null") }
-        append(",\"match\":")
-        if let match = d.match { string(match.description) } else { append("null") }
-        append(",\"reason\":")
-        if let reason = d.invalidReason { string(reason.description) } else { append("null") }
-        append(",\"record\":")
-        append(d.journalRecord.map { String($0) } ?? "null")
-        append(",\"policy\":")
-        if let policy = d.policy { string(policy.rawValue) } else { append("null") }
-        append(",\"inactive\":")
-        if let inactive = d.inactiveDirectory { string(set.directories[inactive].name) } else { append("null") }
-        append("}\n")
-        return bytes
-    }
-
-    private mutating func append(_ text: String) { bytes.append(contentsOf: text.utf8) }
-
-    private mutating func string(_ raw: UnsafeRawBufferPointer) {
-        bytes.append(0x22)
-        DecisionLine.appendJSONEscaped(raw, to: &bytes)
-        bytes.append(0x22)
-    }
-
-    private mutating func string(_ text: String) {
-        var text = text
-        text.withUTF8 { string(UnsafeRawBufferPointer($0)) }
     }
 }

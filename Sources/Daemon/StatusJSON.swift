@@ -3,89 +3,7 @@ import Directory
 import FeedRecords
 import Screening
 import SystemCalls
-
-/// JSON text built front to back, commas placed by the writer. Strings are
-/// escaped as the decision log escapes them (invalid UTF-8 as U+FFFD), and
-/// `<`, `>` and `&` as \u escapes too: text from callers and feeds stays
-/// inert even in a client that mistakes the document for HTML.
-struct JSONWriter {
-    private(set) var bytes: [UInt8] = []
-    /// Per open object or array: whether a member was written yet.
-    private var started: [Bool] = []
-
-    init() { bytes.reserveCapacity(16 << 10) }
-
-    private mutating func separate() {
-        guard let last = started.last else { return }
-        if last { bytes.append(UInt8(ascii: ",")) }
-        started[started.count - 1] = true
-    }
-
-    private mutating func raw(_ text: String) { bytes.append(contentsOf: text.utf8) }
-
-    /// After `key`, the next value belongs to it and takes no comma.
-    private var valuePending = false
-
-    mutating func key(_ name: String) {
-        separate()
-        quoted(name)
-        bytes.append(UInt8(ascii: ":"))
-        valuePending = true
-    }
-
-    private mutating func beforeValue() {
-        if valuePending { valuePending = false } else { separate() }
-    }
-
-    mutating func beginObject() { beforeValue(); bytes.append(UInt8(ascii: "{")); started.append(false) }
-    mutating func endObject() { started.removeLast(); bytes.append(UInt8(ascii: "}")) }
-    mutating func beginArray() { beforeValue(); bytes.append(UInt8(ascii: "[")); started.append(false) }
-    mutating func endArray() { started.removeLast(); bytes.append(UInt8(ascii: "]")) }
-
-    mutating func string(_ text: String) { beforeValue(); quoted(text) }
-
-    mutating func string(_ raw: UnsafeRawBufferPointer) {
-        beforeValue()
-        quoted(raw)
-    }
-
-    mutating func string(_ text: String?) {
-        if let text { string(text) } else { null() }
-    }
-
-    mutating func number<N: BinaryInteger>(_ n: N) { beforeValue(); raw(String(n)) }
-    mutating func number(_ d: Double) { beforeValue(); raw(d.isFinite ? String(d) : "null") }
-    mutating func bool(_ b: Bool) { beforeValue(); raw(b ? "true" : "false") }
-    mutating func null() { beforeValue(); raw("null") }
-
-    mutating func field(_ name: String, _ value: String?) { key(name); string(value) }
-    mutating func field<N: BinaryInteger>(_ name: String, _ value: N) { key(name); number(value) }
-    mutating func field(_ name: String, _ value: Bool) { key(name); bool(value) }
-
-    private mutating func quoted(_ text: String) {
-        var text = text
-        text.withUTF8 { quoted(UnsafeRawBufferPointer($0)) }
-    }
-
-    private mutating func quoted(_ raw: UnsafeRawBufferPointer) {
-        bytes.append(0x22)
-        let start = bytes.count
-        DecisionLine.appendJSONEscaped(raw, to: &bytes)
-        // The escaper leaves these as they are; none of them occurs inside one of its escapes.
-        if bytes[start...].contains(where: { $0 == 0x3C || $0 == 0x3E || $0 == 0x26 }) {
-            let escaped = bytes[start...].flatMap { c -> [UInt8] in
-                switch c {
-                case 0x3C: return Array("\\u003c".utf8)
-                case 0x3E: return Array("\\u003e".utf8)
-                case 0x26: return Array("\\u0026".utf8)
-                default: return [c]
-                }
-            }
-            bytes.replaceSubrange(start..., with: escaped)
-        }
-        bytes.append(0x22)
-    }
-}
+import TextFormats
 
 /// `/status.json`: what the status page shows, in one document
 /// (docs/OPERATIONS.md describes every field).
@@ -99,7 +17,7 @@ struct StatusDocument {
     let now: Int
 
     func json() -> [UInt8] {
-        var w = JSONWriter()
+        var w = JSONWriter(capacity: 16 << 10)
         w.beginObject()
         w.field("version", version)
         w.field("mode", set.config.mode.rawValue)

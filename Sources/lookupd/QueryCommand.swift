@@ -4,6 +4,7 @@ import Glibc
 import Loading
 import Screening
 import SystemCalls
+import TextFormats
 
 let queryCommand = Command(
     name: "query",
@@ -83,7 +84,7 @@ private func runQuery(_ raw: [String]) throws -> Int32 {
     } catch {
         throw CommandFailure("\(error)")
     }
-    for warning in loaded.warnings { printError("warning: \(warning)") }
+    for warning in loaded.warnings { printWarning("\(warning)") }
 
     var at: LocalTime? = nil
     if let text = try args.value("at") {
@@ -118,6 +119,7 @@ struct AnswerPrinter {
     let set: ScreeningSet
     let json: Bool
     var out = OutputBuffer(fd: 1)
+    private var writer = JSONWriter()
     /// Numbers not answered because a directory was damaged where they were looked up.
     private(set) var refused = 0
     private let sourceNames: [DecisionSource: [UInt8]]
@@ -211,39 +213,10 @@ struct AnswerPrinter {
     }
 
     private mutating func printJSON(_ input: UnsafeRawBufferPointer, _ d: Decision) {
-        out.append("{\"input\":\"")
-        out.appendJSONEscaped(input)
-        out.append("\",\"number\":")
-        if let number = d.number { out.append("\"\(number)\"") } else { out.append("null") }
-        out.append(",\"verdict\":\"")
-        out.append(d.verdict.rawValue)
-        out.append("\",\"label\":")
-        if let label = d.label {
-            out.append(byte: UInt8(ascii: "\""))
-            set.withLabel(label) { out.appendJSONEscaped($0) }
-            out.append(byte: UInt8(ascii: "\""))
-        } else {
-            out.append("null")
-        }
-        out.append(",\"source\":")
-        if let source = d.source, let name = sourceNames[source] {
-            out.append(byte: UInt8(ascii: "\""))
-            name.withUnsafeBytes { out.appendJSONEscaped($0) }
-            out.append(byte: UInt8(ascii: "\""))
-        } else {
-            out.append("null")
-        }
-        out.append(",\"match\":")
-        if let match = d.match { out.append("\"\(match)\"") } else { out.append("null") }
-        out.append(",\"reason\":")
-        if let reason = d.invalidReason { out.appendJSONString(reason.description) } else { out.append("null") }
-        out.append(",\"record\":")
-        out.append(d.journalRecord.map { String($0) } ?? "null")
-        out.append(",\"policy\":")
-        if let policy = d.policy { out.appendJSONString(policy.rawValue) } else { out.append("null") }
-        out.append(",\"inactive\":")
-        if let inactive = d.inactiveDirectory { out.appendJSONString(set.directories[inactive].name) } else { out.append("null") }
-        out.append("}\n")
+        writer.reset()
+        set.writeJSON(d, input: input, to: &writer)
+        out.append(writer.bytes)
+        out.append(byte: 0x0A)
     }
 
     private func detail(_ d: Decision) -> String? {

@@ -3,7 +3,7 @@ import Foundation
 import XCTest
 
 /// The status page's parts without a daemon: the per-minute ring, the ring
-/// of recent log lines, the JSON writer.
+/// of recent log lines (the JSON writer: TextFormatsTests).
 final class StatusPartsTests: XCTestCase {
     private func counts(_ history: VerdictHistory) -> [[UInt64]] { history.minutes.map(\.counts) }
 
@@ -64,31 +64,5 @@ final class StatusPartsTests: XCTestCase {
         XCTAssertEqual(lines.last, "line 73")
         XCTAssertEqual(lines[22].count, 5000, "a long line whole")
         XCTAssertEqual(lines[21], "line 101", "a short line after it in the same buffer, without its tail")
-    }
-
-    func testJSONWriterNestsQuotesAndEscapes() throws {
-        var w = JSONWriter()
-        w.beginObject()
-        w.field("name", "<img src=x onerror=\"alert(1)\"> & \u{1}\n")
-        w.key("list")
-        w.beginArray()
-        w.number(1)
-        w.beginObject()
-        w.field("empty", nil as String?)
-        w.field("yes", true)
-        w.endObject()
-        w.beginArray()
-        w.endArray()
-        w.endArray()
-        let invalid: [UInt8] = [0x61, 0xFF, 0xC3, 0xA9]
-        w.key("bytes")
-        invalid.withUnsafeBytes { w.string($0) }
-        w.field("n", UInt64.max)
-        w.endObject()
-        let text = String(decoding: w.bytes, as: UTF8.self)
-        XCTAssertEqual(text, #"{"name":"\u003cimg src=x onerror=\"alert(1)\"\u003e \u0026 \u0001\n","list":[1,{"empty":null,"yes":true},[]],"#
-                       + #""bytes":"a�é","n":18446744073709551615}"#)
-        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(w.bytes)) as? [String: Any])
-        XCTAssertEqual(object["name"] as? String, "<img src=x onerror=\"alert(1)\"> & \u{1}\n")
     }
 }

@@ -1,0 +1,23 @@
+import TextFormats
+
+extension ScreeningSet {
+    /// A decision as the JSON object `lookupd query --json` prints and
+    /// `/lookup.json` answers (lookupd(8) documents the fields): the one
+    /// place that shape is written.
+    public func writeJSON(_ d: Decision, input: UnsafeRawBufferPointer, to w: inout JSONWriter) {
+        w.beginObject()
+        w.key("input")
+        w.string(input)
+        w.field("number", d.number?.description)
+        w.field("verdict", d.verdict.rawValue)
+        w.key("label")
+        if let label = d.label { withLabel(label) { w.string($0) } } else { w.null() }
+        w.field("source", d.source.map(sourceName))
+        w.field("match", d.match?.description)
+        w.field("reason", d.invalidReason?.description)
+        w.field("record", d.journalRecord)
+        w.field("policy", d.policy?.rawValue)
+        w.field("inactive", d.inactiveDirectory.map { directories[$0].name })
+        w.endObject()
+    }
+}
