@@ -3,6 +3,7 @@ import Configuration
 import Directory
 import Glibc
 import Screening
+import SystemCalls
 
 /// Brings `lookupd add` / `remove` / `compact` into the running daemon
 /// without a reload: polled from the control loop, it reads only what each
@@ -35,10 +36,14 @@ final class JournalWatcher {
     private let logger: Logger
     private let store: PrivateDirectoryStore
     private var tracked: [Tracked] = []
+    /// The wall clock expiring records are judged by (seconds since 1970,
+    /// UTC); a test sets its own.
+    private let clock: () -> Int64
 
-    init(logger: Logger, store: PrivateDirectoryStore) {
+    init(logger: Logger, store: PrivateDirectoryStore, clock: @escaping () -> Int64 = wallClockSeconds) {
         self.logger = logger
         self.store = store
+        self.clock = clock
     }
 
     /// Starts following the journals of a freshly loaded set (not yet
@@ -97,11 +102,18 @@ final class JournalWatcher {
             file = replacement
             changed = true
         }
-        guard changed else { return nil }
-        let overlay = DirectoryOverlay(journal: entry.follower.state, base: file.header)
-        if !forced, file === directory.file, overlay.journalID == directory.overlay.journalID,
+        // An expiring record that ended takes its change out of force: the
+        // overlay is built anew without it (polled every 100 ms, so within a second).
+        let now = clock()
+        let expired = directory.overlay.hasExpired(at: now)
+        guard changed || expired else { return nil }
+        let overlay = DirectoryOverlay(journal: entry.follower.state, base: file.header, now: now)
+        if !forced, !expired, file === directory.file, overlay.journalID == directory.overlay.journalID,
            overlay.lastSequence == directory.overlay.lastSequence, overlay.mergedThrough == directory.overlay.mergedThrough {
             return nil
+        }
+        if expired {
+            logger.info("\(entry.config.name): expiring journal changes ended; \(overlay.count) journal change\(overlay.count == 1 ? "" : "s") in force")
         }
         return directory.with(file: file, overlay: overlay)
     }

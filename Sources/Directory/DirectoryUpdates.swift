@@ -20,6 +20,8 @@ public enum DirectoryUpdates {
         public var label: [UInt8]?
         /// The journal record it comes from; nil for the directory file itself.
         public var record: UInt64?
+        /// When that record's addition ends (seconds since 1970, UTC); 0: never.
+        public var expires: Int64 = 0
     }
 
     /// The outcome of `add` or `remove`.
@@ -33,48 +35,131 @@ public enum DirectoryUpdates {
         public var discardedTail: JournalTail?
     }
 
+    /// One change of a batch (`apply`).
+    public struct Request: Equatable, Sendable {
+        public var pattern: NumberPattern
+        /// nil: remove the number or rule.
+        public var addition: (blocked: Bool, label: [UInt8]?)?
+        /// For an addition: when it ends (seconds since 1970, UTC); 0: never.
+        public var expires: Int64
+
+        public init(pattern: NumberPattern, addition: (blocked: Bool, label: [UInt8]?)?, expires: Int64 = 0) {
+            self.pattern = pattern
+            self.addition = addition
+            self.expires = expires
+        }
+
+        public static func add(_ pattern: NumberPattern, blocked: Bool, label: [UInt8]?, expires: Int64 = 0) -> Request {
+            Request(pattern: pattern, addition: (blocked, label), expires: expires)
+        }
+
+        public static func remove(_ pattern: NumberPattern) -> Request { Request(pattern: pattern, addition: nil) }
+
+        var operation: JournalOperation {
+            addition.map { .add(blocked: $0.blocked, label: $0.label) } ?? .remove
+        }
+
+        public static func == (a: Request, b: Request) -> Bool {
+            a.pattern == b.pattern && a.operation == b.operation && a.expires == b.expires
+        }
+    }
+
+    /// Why one change of a batch cannot be made; nothing of the batch was written.
+    public struct Refusal: Error, Sendable {
+        /// Its index in the batch.
+        public var index: Int
+        public var error: JournalError
+    }
+
     /// Adds a number or prefix rule, or replaces what the directory says
-    /// about it. Adding what the journal already holds writes nothing.
-    public static func add(_ pattern: NumberPattern, blocked: Bool, label: [UInt8]?, directory path: String) throws(JournalError) -> Change {
-        if let label, let problem = label.withUnsafeBytes({ LabelRules.problem($0) }) { throw .invalid("bad label: \(problem)") }
-        guard blocked || label != nil else { throw .invalid("an entry must block or carry a label") }
-        guard let journal = try LockedJournal.open(path: JournalFormat.path(forDirectory: path), create: true) else {
-            throw .invalid("\(path): cannot create the journal")
+    /// about it, until `expires` (seconds since 1970, UTC; 0: for good).
+    /// Adding what the journal already holds writes nothing.
+    public static func add(_ pattern: NumberPattern, blocked: Bool, label: [UInt8]?, expires: Int64 = 0, directory path: String,
+                           now: Int64 = Int64(Glibc.time(nil))) throws(JournalError) -> Change {
+        do {
+            return try apply([.add(pattern, blocked: blocked, label: label, expires: expires)], directory: path, now: now)[0]
+        } catch {
+            throw error.error
         }
-        let base = try openBase(path)
-        let previous: StoredEntry?
-        do { previous = try stored(pattern, base: base, state: journal.state) } catch { throw .directory(error) }
-        // Written even when the file already says so: the journal is what
-        // survives the next rebuild of the file. Only a change the journal
-        // itself already holds is a repeat.
-        if let latest = journal.state.latest[JournalRecord.key(pattern)], latest.operation == .add(blocked: blocked, label: label) {
-            return Change(record: nil, previous: previous, discardedTail: journal.discardedTail)
-        }
-        let record = try journal.append(key: JournalRecord.key(pattern), .add(blocked: blocked, label: label))
-        return Change(record: record, previous: previous, discardedTail: journal.discardedTail)
     }
 
     /// Removes a number or prefix rule. Removing what neither the directory
     /// nor its journal holds is an error (CallKit's
     /// unexpectedIncrementalRemoval): it is nearly always a typo.
-    public static func remove(_ pattern: NumberPattern, directory path: String) throws(JournalError) -> Change {
-        guard let journal = try LockedJournal.open(path: JournalFormat.path(forDirectory: path), create: true) else {
-            throw .invalid("\(path): cannot create the journal")
-        }
-        let base = try openBase(path)
-        let found: StoredEntry?
-        do { found = try stored(pattern, base: base, state: journal.state) } catch { throw .directory(error) }
-        guard let previous = found else { throw .notPresent(directory: path, pattern: pattern) }
-        let record = try journal.append(key: JournalRecord.key(pattern), .remove)
-        return Change(record: record, previous: previous, discardedTail: journal.discardedTail)
+    public static func remove(_ pattern: NumberPattern, directory path: String, now: Int64 = Int64(Glibc.time(nil))) throws(JournalError) -> Change {
+        do { return try apply([.remove(pattern)], directory: path, now: now)[0] } catch { throw error.error }
     }
 
-    /// What the directory file and the records it has not merged say about
-    /// exactly this number or prefix rule.
-    public static func stored(_ pattern: NumberPattern, base: DirectoryFile, state: JournalState) throws(DirectoryError) -> StoredEntry? {
-        if let record = state.latest[JournalRecord.key(pattern)], record.sequence > state.mergedThrough(base.header) {
+    /// Makes every change of `requests`, in order, as one batch: checked
+    /// first, all of them against the directory as the batch leaves it, then
+    /// appended with one write and one fsync (`LockedJournal.append`), so
+    /// either all are in force or, when one is refused or the write fails,
+    /// none. A change the journal already holds writes nothing (its result
+    /// has no record). `now` judges expiries: an addition must end after it.
+    public static func apply(_ requests: [Request], directory path: String,
+                             now: Int64 = Int64(Glibc.time(nil))) throws(Refusal) -> [Change] {
+        func refuse(_ index: Int, _ error: JournalError) -> Refusal { Refusal(index: index, error: error) }
+        for (i, request) in requests.enumerated() {
+            if let addition = request.addition {
+                if let label = addition.label, let problem = label.withUnsafeBytes({ LabelRules.problem($0) }) {
+                    throw refuse(i, .invalid("bad label: \(problem)"))
+                }
+                guard addition.blocked || addition.label != nil else { throw refuse(i, .invalid("an entry must block or carry a label")) }
+                guard request.expires == 0 || request.expires > now else { throw refuse(i, .invalid("the expiry is not in the future")) }
+            } else if request.expires != 0 {
+                throw refuse(i, .invalid("a removal cannot expire"))
+            }
+        }
+        let opened: LockedJournal?
+        do { opened = try LockedJournal.open(path: JournalFormat.path(forDirectory: path), create: true) } catch { throw refuse(0, error) }
+        guard let journal = opened else { throw refuse(0, .invalid("\(path): cannot create the journal")) }
+        let base: DirectoryFile
+        do { base = try openBase(path) } catch { throw refuse(0, error) }
+        // Judged against the state the batch builds up: a number added then removed in one batch is fine.
+        var state = journal.state
+        var results: [Change] = []
+        var appends: [(key: UInt64, operation: JournalOperation, expires: Int64)] = []
+        var sequence = state.lastSequence
+        for (i, request) in requests.enumerated() {
+            let key = JournalRecord.key(request.pattern)
+            let previous: StoredEntry?
+            do { previous = try stored(request.pattern, base: base, state: state, at: now) } catch { throw refuse(i, .directory(error)) }
+            let operation = request.operation
+            if request.addition != nil {
+                // Written even when the file already says so: the journal is what
+                // survives the next rebuild of the file. Only a change the journal
+                // itself already holds is a repeat.
+                if let latest = state.latest[key], latest.operation == operation, latest.expires == request.expires {
+                    results.append(Change(record: nil, previous: previous, discardedTail: journal.discardedTail))
+                    continue
+                }
+            } else if previous == nil {
+                throw refuse(i, .notPresent(directory: path, pattern: request.pattern))
+            }
+            sequence += 1
+            let record = JournalRecord(sequence: sequence, key: key, operation: operation, time: now, expires: request.expires)
+            state.apply(record)
+            appends.append((key, operation, request.expires))
+            results.append(Change(record: record, previous: previous, discardedTail: journal.discardedTail))
+        }
+        let written: [JournalRecord]
+        do { written = try journal.append(appends, time: now) } catch { throw refuse(0, error) }
+        // The sequence numbers the journal gave (the same unless an old version's rewrite renumbered nothing).
+        var next = 0
+        for i in results.indices where results[i].record != nil {
+            results[i].record = written[next]
+            next += 1
+        }
+        return results
+    }
+
+    /// What the directory file and the records that apply over it at `now`
+    /// say about exactly this number or prefix rule.
+    public static func stored(_ pattern: NumberPattern, base: DirectoryFile, state: JournalState,
+                              at now: Int64 = Int64(Glibc.time(nil))) throws(DirectoryError) -> StoredEntry? {
+        if let record = state.applying(JournalRecord.key(pattern), over: base.header, at: now) {
             switch record.operation {
-            case .add(let blocked, let label): return StoredEntry(blocked: blocked, label: label, record: record.sequence)
+            case .add(let blocked, let label): return StoredEntry(blocked: blocked, label: label, record: record.sequence, expires: record.expires)
             case .remove: return nil
             }
         }
@@ -169,8 +254,12 @@ public enum DirectoryUpdates {
         public var mergedEntries = 0
         /// Numbers and prefix rules the journal changes; it keeps them all.
         public var changes = 0
-        /// Superseded records dropped from the journal.
+        /// Superseded and ended records dropped from the journal.
         public var droppedRecords: UInt64 = 0
+        /// Of those, expiring additions that had ended.
+        public var expiredRecords = 0
+        /// Expiring additions still in force, kept in the journal only.
+        public var expiring = 0
         /// The last record the directory now contains.
         public var throughSequence: UInt64 = 0
         public var journalID: UInt64 = 0
@@ -198,7 +287,8 @@ public enum DirectoryUpdates {
     /// after it, the new file with no record applied twice. The journal is
     /// rewritten last, keeping every record that still decides something,
     /// so a crash before or after that leaves the same answers.
-    public static func compact(directory path: String, phase: ((CompactionPhase) -> Void)? = nil) throws(JournalError) -> CompactionSummary {
+    public static func compact(directory path: String, now: Int64 = Int64(Glibc.time(nil)),
+                               phase: ((CompactionPhase) -> Void)? = nil) throws(JournalError) -> CompactionSummary {
         var summary = CompactionSummary()
         guard let journal = try LockedJournal.open(path: JournalFormat.path(forDirectory: path), create: false) else {
             let base = try openBase(path)
@@ -212,8 +302,12 @@ public enum DirectoryUpdates {
         // Never fold changes into a damaged file: the result would carry the damage on.
         do { try base.verify() } catch { throw .directory(error) }
         let state = journal.state
-        let pending = state.pending(over: base.header)
-        summary.changes = state.changeCount
+        // Only lasting changes go into the file: an expiring one stays in the journal and ends there.
+        let pending = state.lastingPending(over: base.header)
+        let expired = state.expired(at: now).filter { $0.sequence != state.lastSequence }
+        summary.expiredRecords = expired.count
+        summary.changes = state.changeCount - expired.filter { state.beneath[$0.key] == nil }.count
+        summary.expiring = state.latest.values.filter { $0.isTemporary && $0.isLive(at: now) }.count
         summary.throughSequence = state.mergedThrough(base.header)
         if pending.isEmpty {
             summary.exactEntries = base.count
@@ -232,9 +326,10 @@ public enum DirectoryUpdates {
             summary.rewroteDirectory = true
             phase?(.directoryWritten)
         }
-        if state.recordCount > UInt64(state.changeCount) || state.version < JournalFormat.version {
-            summary.droppedRecords = state.recordCount - UInt64(state.changeCount)
-            try journal.rewrite()
+        let droppable = state.droppable(at: now)
+        if droppable > 0 || state.version < JournalFormat.version {
+            summary.droppedRecords = droppable
+            try journal.rewrite(at: now)
             summary.rewroteJournal = true
             phase?(.journalRewritten)
         }

@@ -157,7 +157,9 @@ public final class JournalFollower {
 
     private func classifyTail(_ scanned: JournalFormat.ScanEnd, _ rest: ArraySlice<UInt8>, version: UInt32) throws(JournalError) -> JournalTail? {
         guard !rest.isEmpty else { return nil }
-        let tail = rest.withUnsafeBytes { JournalFormat.tail($0, offset: scanned.end, reason: scanned.problem ?? "unreadable", version: version) }
+        let tail = rest.withUnsafeBytes {
+            JournalFormat.tail($0, offset: scanned.end, reason: scanned.problem ?? "unreadable", version: version, batchPrefix: scanned.batchPrefix)
+        }
         if !tail.isTorn {
             throw .damaged(path: path, offset: tail.offset, bytes: tail.length, reason: tail.reason)
         }
@@ -279,7 +281,7 @@ public final class LockedJournal {
         if scanned.end < got {
             let tail = bytes.withUnsafeBytes { raw in
                 JournalFormat.tail(UnsafeRawBufferPointer(rebasing: raw[scanned.end..<got]), offset: scanned.end,
-                                   reason: scanned.problem ?? "unreadable", version: header.version)
+                                   reason: scanned.problem ?? "unreadable", version: header.version, batchPrefix: scanned.batchPrefix)
             }
             guard tail.isTorn else { throw .damaged(path: path, offset: tail.offset, bytes: tail.length, reason: tail.reason) }
             try LockedJournal.truncate(fd, to: scanned.end, path: path)
@@ -293,38 +295,59 @@ public final class LockedJournal {
     deinit { fd.close() }
 
     /// Appends one record and syncs it to disk before returning: once this
-    /// returns, the record survives a crash. A version-1 journal is first
-    /// rewritten as version 2 (`rewrite`), since the two do not mix.
-    public func append(key: UInt64, _ operation: JournalOperation, time: Int64 = Int64(Glibc.time(nil))) throws(JournalError) -> JournalRecord {
+    /// returns, the record survives a crash. An older version's journal is
+    /// first rewritten as the current version (`rewrite`), since versions do
+    /// not mix in one file.
+    public func append(key: UInt64, _ operation: JournalOperation, time: Int64 = Int64(Glibc.time(nil)),
+                       expires: Int64 = 0) throws(JournalError) -> JournalRecord {
+        try append([(key, operation, expires)], time: time)[0]
+    }
+
+    /// Appends several records as one batch, with one write and one fsync:
+    /// readers apply the batch whole once its last record is there, and a
+    /// batch a crash cut short is a torn tail, cut off by the next writer,
+    /// so it is in force entirely or not at all.
+    public func append(_ changes: [(key: UInt64, operation: JournalOperation, expires: Int64)],
+                       time: Int64 = Int64(Glibc.time(nil))) throws(JournalError) -> [JournalRecord] {
         precondition(!replaced, "append to a journal that was replaced")
         if state.version < JournalFormat.version {
-            let upgraded = try rewrite()
-            return try upgraded.append(key: key, operation, time: time)
+            let upgraded = try rewrite(at: time)
+            return try upgraded.append(changes, time: time)
         }
-        let record = JournalRecord(sequence: state.lastSequence + 1, key: key, operation: operation, time: time)
-        let bytes = JournalFormat.encode(record, journalID: state.journalID)
+        var records: [JournalRecord] = []
+        var bytes: [UInt8] = []
+        var sequence = state.lastSequence
+        for (i, change) in changes.enumerated() {
+            if case .remove = change.operation, change.expires != 0 { throw .invalid("a removal cannot expire") }
+            sequence += 1
+            let record = JournalRecord(sequence: sequence, key: change.key, operation: change.operation, time: time, expires: change.expires)
+            // One batch: readers apply all of it or, after a crash cut it short, none of it.
+            bytes += JournalFormat.encode(record, journalID: state.journalID, continued: i < changes.count - 1)
+            records.append(record)
+        }
+        guard !records.isEmpty else { return [] }
         try LockedJournal.writeAll(fd, bytes, at: end, path: path)
         try LockedJournal.sync(fd, path: path)
         end += bytes.count
-        state.apply(record)
-        return record
+        for record in records { state.apply(record) }
+        return records
     }
 
     /// Replaces the journal, atomically (`writeFileAtomically`), by a
-    /// version-2 journal with the same id and base sequence holding only
-    /// the latest record of each number and prefix rule (what readers
-    /// apply; superseded records change nothing), in sequence order.
-    /// Returns the new journal, locked: the lock on this one stays held
-    /// until this object goes, so commands waiting for it find the new file
-    /// when they get it, and wait for the new lock.
+    /// current-version journal with the same id and base sequence holding
+    /// only the records that still decide something at `now`
+    /// (`JournalState.kept`: superseded records and ended expiring ones go),
+    /// in sequence order. Returns the new journal, locked: the lock on this
+    /// one stays held until this object goes, so commands waiting for it
+    /// find the new file when they get it, and wait for the new lock.
     @discardableResult
-    public func rewrite() throws(JournalError) -> LockedJournal {
+    public func rewrite(at now: Int64 = Int64(Glibc.time(nil))) throws(JournalError) -> LockedJournal {
         var bytes = JournalFormat.encodeHeader(journalID: state.journalID, baseSequence: state.baseSequence)
         var kept = JournalState()
         kept.journalID = state.journalID
         kept.baseSequence = state.baseSequence
         kept.lastSequence = state.baseSequence
-        for record in state.latest.values.sorted(by: { $0.sequence < $1.sequence }) {
+        for record in state.kept(at: now) {
             bytes += JournalFormat.encode(record, journalID: state.journalID)
             kept.apply(record)
         }

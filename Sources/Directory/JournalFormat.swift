@@ -12,23 +12,30 @@ public enum JournalFormat {
     public static let magic: [UInt8] = [0x89, 0x4C, 0x4B, 0x4A, 0x0D, 0x0A, 0x1A, 0x0A]
     /// The version written. 2 adds the time of each change and lets
     /// compaction drop superseded records (sequence numbers then ascend
-    /// with gaps).
-    public static let version: UInt32 = 2
-    /// Versions read: a version-1 journal is rewritten as version 2 by the
-    /// next command that changes it.
-    public static let readableVersions: ClosedRange<UInt32> = 1...2
+    /// with gaps); 3 adds the moment an addition expires.
+    public static let version: UInt32 = 3
+    /// Versions read: a version-1 or -2 journal is rewritten as version 3 by
+    /// the next command that changes it.
+    public static let readableVersions: ClosedRange<UInt32> = 1...3
     public static let headerSize = 40
-    /// A record without its label: 32 bytes in version 1, 40 in version 2 (the time).
-    static func recordFixedSize(_ version: UInt32) -> Int { version >= 2 ? 40 : 32 }
+    /// A record without its label: 32 bytes in version 1, 40 in version 2
+    /// (the time), 48 in version 3 (the expiry).
+    static func recordFixedSize(_ version: UInt32) -> Int { version >= 3 ? 48 : version == 2 ? 40 : 32 }
+    /// Where the label starts in a record: right after the fixed fields, the checksum after it.
+    static func labelOffset(_ version: UInt32) -> Int { recordFixedSize(version) - 8 }
     /// The longest record: a torn append never leaves more than this after
     /// the last good record, so a longer tail is damage, not a torn write.
-    public static let maxRecordSize = 40 + DirectoryFormat.maxLabelBytes
+    public static let maxRecordSize = 48 + DirectoryFormat.maxLabelBytes
     /// The largest journal lookupd reads (8 million records at least): it is read into memory
     /// whole, so anything larger, or anything growing without end, is refused rather than
     /// read; `lookupd compact` drops its superseded records.
     public static let maxFileSize = 256 << 20
     static let operationAdd: UInt8 = 1
     static let operationRemove: UInt8 = 2
+    static let flagBlocks: UInt8 = 1
+    /// Version 3: the record is part of a batch and more of it follow; a
+    /// batch applies whole, at its last record, or not at all.
+    static let flagContinued: UInt8 = 2
 
     /// Where the journal of the directory file at `path` lives.
     public static func path(forDirectory path: String) -> String { path + ".journal" }
@@ -79,15 +86,16 @@ public enum JournalFormat {
         return try result.get()
     }
 
-    /// The bytes of one record (version 2). The checksum is seeded with the
+    /// The bytes of one record (version 3). The checksum is seeded with the
     /// journal id, so a record copied from another journal never validates.
-    static func encode(_ record: JournalRecord, journalID: UInt64) -> [UInt8] {
+    /// `continued`: more records of the same batch follow this one.
+    static func encode(_ record: JournalRecord, journalID: UInt64, continued: Bool = false) -> [UInt8] {
         var operation = operationRemove
-        var flags: UInt8 = 0
+        var flags: UInt8 = continued ? flagContinued : 0
         var label: [UInt8] = []
         if case .add(let blocked, let l) = record.operation {
             operation = operationAdd
-            flags = blocked ? 1 : 0
+            flags |= blocked ? flagBlocks : 0
             label = l ?? []
         }
         let fixed = recordFixedSize(version)
@@ -101,7 +109,9 @@ public enum JournalFormat {
             raw.storeBytes(of: record.sequence.littleEndian, toByteOffset: 8, as: UInt64.self)
             raw.storeBytes(of: record.key.littleEndian, toByteOffset: 16, as: UInt64.self)
             raw.storeBytes(of: record.time.littleEndian, toByteOffset: 24, as: Int64.self)
-            for (i, b) in label.enumerated() { raw[32 + i] = b }
+            raw.storeBytes(of: record.expires.littleEndian, toByteOffset: 32, as: Int64.self)
+            let start = labelOffset(version)
+            for (i, b) in label.enumerated() { raw[start + i] = b }
             let covered = fixed - 8 + label.count
             let checksum = XXH64.hash(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(raw)[0..<covered]), seed: journalID)
             raw.storeBytes(of: checksum.littleEndian, toByteOffset: covered, as: UInt64.self)
@@ -110,90 +120,110 @@ public enum JournalFormat {
     }
 
     /// The tail `bytes` (from the end of the last good record to the end of
-    /// the file), classified.
-    static func tail(_ bytes: UnsafeRawBufferPointer, offset: Int, reason: String, version: UInt32) -> JournalTail {
+    /// the file), classified. `batchPrefix`: how many of its first bytes are
+    /// sound records of a batch whose last record is missing; the tail is
+    /// torn when what follows them is.
+    static func tail(_ bytes: UnsafeRawBufferPointer, offset: Int, reason: String, version: UInt32, batchPrefix: Int = 0) -> JournalTail {
+        let rest = UnsafeRawBufferPointer(rebasing: bytes[min(batchPrefix, bytes.count)...])
         var torn: Bool
         let fixed = recordFixedSize(version)
-        if bytes.count < fixed {
+        if rest.count < fixed {
             torn = true
         } else {
-            let size = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt32.self)))
-            let labelLength = Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: 6, as: UInt16.self)))
+            let size = Int(UInt32(littleEndian: rest.loadUnaligned(fromByteOffset: 0, as: UInt32.self)))
+            let labelLength = Int(UInt16(littleEndian: rest.loadUnaligned(fromByteOffset: 6, as: UInt16.self)))
             let plausible = labelLength <= DirectoryFormat.maxLabelBytes && size == fixed + labelLength
-            torn = plausible && bytes.count <= size
+            torn = plausible && rest.count <= size
         }
         // Some file systems show a crashed append as zeros.
-        if !torn, bytes.count <= fixed + DirectoryFormat.maxLabelBytes, bytes.allSatisfy({ $0 == 0 }) { torn = true }
+        if !torn, rest.count <= fixed + DirectoryFormat.maxLabelBytes, rest.allSatisfy({ $0 == 0 }) { torn = true }
         return JournalTail(offset: offset, length: bytes.count, reason: reason, isTorn: torn)
     }
 
     /// Where a scan of records stopped.
     struct ScanEnd {
-        /// Offset just past the last good record.
+        /// Offset just past the last good record (of the last whole batch).
         var end: Int
         var lastSequence: UInt64
         /// Why the bytes from `end` on were not read as a record; nil when
         /// the scan reached the end of the bytes.
         var problem: String?
+        /// Bytes from `end` on that are sound records of a batch whose last
+        /// record is missing (not applied).
+        var batchPrefix = 0
     }
 
     /// Reads the records in `raw` (which starts at file offset `base`) from
     /// `offset` on, calling `body` for each good one, and stops at the first
     /// that is incomplete, damaged or out of sequence (version 1: not the
-    /// previous + 1; version 2: not above the previous).
+    /// previous + 1; version 2 and 3: not above the previous). The records of
+    /// a batch (version 3) reach `body` only once its last record is read.
     static func scan(_ raw: UnsafeRawBufferPointer, base: Int, journalID: UInt64, after sequence: UInt64, version: UInt32,
                      _ body: (JournalRecord) -> Void) -> ScanEnd {
         var offset = 0
         var last = sequence
         let fixed = recordFixedSize(version)
-        let labelStart = version >= 2 ? 32 : 24
+        let labelStart = labelOffset(version)
+        var batch: [JournalRecord] = []
+        var batchStart = 0
+        var lastBeforeBatch = sequence
+        func stop(_ problem: String?) -> ScanEnd {
+            if batch.isEmpty { return ScanEnd(end: base + offset, lastSequence: last, problem: problem) }
+            return ScanEnd(end: base + batchStart, lastSequence: lastBeforeBatch, problem: problem ?? "batch without its last record",
+                           batchPrefix: offset - batchStart)
+        }
         while offset < raw.count {
             let left = raw.count - offset
-            guard left >= fixed else { return ScanEnd(end: base + offset, lastSequence: last, problem: "incomplete record") }
+            guard left >= fixed else { return stop("incomplete record") }
             let size = Int(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
             let labelLength = Int(UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 6, as: UInt16.self)))
-            guard labelLength <= DirectoryFormat.maxLabelBytes, size == fixed + labelLength else {
-                return ScanEnd(end: base + offset, lastSequence: last, problem: "bad record size")
-            }
-            guard left >= size else { return ScanEnd(end: base + offset, lastSequence: last, problem: "incomplete record") }
+            guard labelLength <= DirectoryFormat.maxLabelBytes, size == fixed + labelLength else { return stop("bad record size") }
+            guard left >= size else { return stop("incomplete record") }
             let stored = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + labelStart + labelLength, as: UInt64.self))
             let covered = UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + labelStart + labelLength)])
-            guard XXH64.hash(covered, seed: journalID) == stored else {
-                return ScanEnd(end: base + offset, lastSequence: last, problem: "record checksum mismatch")
-            }
-            let operation = raw[offset + 4], flags = raw[offset + 5]
+            guard XXH64.hash(covered, seed: journalID) == stored else { return stop("record checksum mismatch") }
+            let operation = raw[offset + 4]
+            var flags = raw[offset + 5]
+            let continued = version >= 3 && flags & flagContinued != 0
+            if continued { flags &= ~flagContinued }
             let recordSequence = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
             let key = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self))
             let inSequence = version >= 2 ? recordSequence > last : recordSequence == last &+ 1
             guard inSequence else {
                 let due = version >= 2 ? "one above \(last)" : "\(last &+ 1)"
-                return ScanEnd(end: base + offset, lastSequence: last, problem: "sequence \(recordSequence) where \(due) was due")
+                return stop("sequence \(recordSequence) where \(due) was due")
             }
             let time = version >= 2 ? Int64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 24, as: Int64.self)) : 0
-            guard JournalRecord.pattern(key: key) != nil else {
-                return ScanEnd(end: base + offset, lastSequence: last, problem: "record \(recordSequence) names no valid number or prefix")
-            }
+            let expires = version >= 3 ? Int64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 32, as: Int64.self)) : 0
+            guard JournalRecord.pattern(key: key) != nil else { return stop("record \(recordSequence) names no valid number or prefix") }
             let record: JournalRecord
             switch operation {
             case operationAdd:
                 let label: [UInt8]? = labelLength == 0 ? nil : Array(raw[(offset + labelStart)..<(offset + labelStart + labelLength)])
-                let valid = flags & ~1 == 0 && (flags & 1 != 0 || label != nil)
+                let valid = flags & ~flagBlocks == 0 && (flags & flagBlocks != 0 || label != nil) && expires >= 0
                     && (label.map { $0.withUnsafeBytes { LabelRules.problem($0) } == nil } ?? true)
-                guard valid else { return ScanEnd(end: base + offset, lastSequence: last, problem: "record \(recordSequence) is not a valid addition") }
-                record = JournalRecord(sequence: recordSequence, key: key, operation: .add(blocked: flags & 1 != 0, label: label), time: time)
+                guard valid else { return stop("record \(recordSequence) is not a valid addition") }
+                record = JournalRecord(sequence: recordSequence, key: key, operation: .add(blocked: flags & flagBlocks != 0, label: label),
+                                       time: time, expires: expires)
             case operationRemove:
-                guard flags == 0, labelLength == 0 else {
-                    return ScanEnd(end: base + offset, lastSequence: last, problem: "record \(recordSequence) is not a valid removal")
-                }
+                guard flags == 0, labelLength == 0, expires == 0 else { return stop("record \(recordSequence) is not a valid removal") }
                 record = JournalRecord(sequence: recordSequence, key: key, operation: .remove, time: time)
             default:
-                return ScanEnd(end: base + offset, lastSequence: last, problem: "unknown operation \(operation)")
+                return stop("unknown operation \(operation)")
             }
-            body(record)
+            if batch.isEmpty {
+                batchStart = offset
+                lastBeforeBatch = last
+            }
+            batch.append(record)
             last = recordSequence
             offset += size
+            if !continued {
+                for r in batch { body(r) }
+                batch.removeAll(keepingCapacity: true)
+            }
         }
-        return ScanEnd(end: base + offset, lastSequence: last, problem: nil)
+        return stop(nil)
     }
 }
 
@@ -217,13 +247,25 @@ public struct JournalRecord: Equatable, Sendable {
     /// When the change was made, in seconds since 1970 (UTC); 0 when not
     /// known (version-1 journals did not record it).
     public var time: Int64
+    /// An addition in force only until this moment (seconds since 1970,
+    /// UTC), from then on as if it had never been made; 0: no end.
+    /// Removals never expire.
+    public var expires: Int64
 
-    public init(sequence: UInt64, key: UInt64, operation: JournalOperation, time: Int64 = 0) {
+    public init(sequence: UInt64, key: UInt64, operation: JournalOperation, time: Int64 = 0, expires: Int64 = 0) {
         self.sequence = sequence
         self.key = key
         self.operation = operation
         self.time = time
+        self.expires = expires
     }
+
+    /// Whether the record expires at some point.
+    public var isTemporary: Bool { expires != 0 }
+
+    /// Whether it is in force at `now` (seconds since 1970, UTC): the
+    /// expiry itself is the first second it is not.
+    public func isLive(at now: Int64) -> Bool { expires == 0 || now < expires }
 
     public var pattern: NumberPattern { JournalRecord.pattern(key: key)! }
 
@@ -259,16 +301,22 @@ public struct JournalTail: Equatable, Sendable, CustomStringConvertible {
 
 /// What a journal says on top of its directory: for every number and
 /// prefix rule it mentions, the latest record (later records replace
-/// earlier ones, so only the latest matters).
+/// earlier ones, so only the latest matters), and, under a latest record
+/// that expires, the latest one that does not: what holds again once the
+/// expiring one ends. A change without an expiry replaces everything before
+/// it; one with an expiry replaces only an earlier expiring one.
 public struct JournalState: Sendable {
     /// 0 while there is no journal.
     public internal(set) var journalID: UInt64 = 0
-    /// The journal's format version (1 or 2).
+    /// The journal's format version (1 to 3).
     public internal(set) var version: UInt32 = JournalFormat.version
     /// The sequence number before the journal's first record.
     public internal(set) var baseSequence: UInt64 = 0
     public internal(set) var lastSequence: UInt64 = 0
     public internal(set) var latest: [UInt64: JournalRecord] = [:]
+    /// For a key whose latest record expires: the latest record before it
+    /// that does not.
+    public internal(set) var beneath: [UInt64: JournalRecord] = [:]
 
     public init() {}
 
@@ -279,10 +327,31 @@ public struct JournalState: Sendable {
     /// Numbers and prefix rules the journal changes (the latest record of each).
     public var changeCount: Int { latest.count }
 
+    /// Records that still decide something: the latest of each key and the
+    /// ones beneath expiring records. The rest are superseded.
+    public var liveRecordCount: Int { latest.count + beneath.count }
+
     mutating func apply(_ record: JournalRecord) {
+        if record.isTemporary {
+            if let previous = latest[record.key], !previous.isTemporary { beneath[record.key] = previous }
+        } else {
+            beneath[record.key] = nil
+        }
         latest[record.key] = record
         lastSequence = record.sequence
         recordCount += 1
+    }
+
+    /// The record without an expiry that holds for `key` (the latest one, or
+    /// the one beneath an expiring latest), if any.
+    public func lasting(_ key: UInt64) -> JournalRecord? {
+        guard let record = latest[key] else { return nil }
+        return record.isTemporary ? beneath[key] : record
+    }
+
+    /// The latest records that have expired at `now`.
+    public func expired(at now: Int64) -> [JournalRecord] {
+        latest.values.filter { !$0.isLive(at: now) }
     }
 
     /// The last record the directory with this header already contains:
@@ -291,12 +360,43 @@ public struct JournalState: Sendable {
         header.journalID == journalID && journalID != 0 ? header.journalSequence : 0
     }
 
-    /// The latest records the directory with this header has not merged,
-    /// in ascending key order.
-    public func pending(over header: DirectoryHeader) -> [JournalRecord] {
-        let merged = mergedThrough(header)
-        return latest.values.filter { $0.sequence > merged }.sorted { $0.key < $1.key }
+    /// The record that decides `key` over the directory with this header at
+    /// `now`, nil when the file decides: an expiring record while it is in
+    /// force (compaction never merges one into a file), else the lasting
+    /// record when the file has not merged it.
+    public func applying(_ key: UInt64, over header: DirectoryHeader, at now: Int64) -> JournalRecord? {
+        guard let record = latest[key] else { return nil }
+        if record.isTemporary && record.isLive(at: now) { return record }
+        guard let lasting = record.isTemporary ? beneath[key] : record else { return nil }
+        return lasting.sequence > mergedThrough(header) ? lasting : nil
     }
+
+    /// The records that decide over the directory with this header at `now`
+    /// (see `applying(_:over:at:)`), in ascending key order.
+    public func pending(over header: DirectoryHeader, at now: Int64) -> [JournalRecord] {
+        latest.keys.compactMap { applying($0, over: header, at: now) }.sorted { $0.key < $1.key }
+    }
+
+    /// The lasting records the directory with this header has not merged, in
+    /// ascending key order: what a compaction folds into the file (an
+    /// expiring record stays in the journal alone).
+    public func lastingPending(over header: DirectoryHeader) -> [JournalRecord] {
+        let merged = mergedThrough(header)
+        return latest.keys.compactMap { key in lasting(key).flatMap { $0.sequence > merged ? $0 : nil } }.sorted { $0.key < $1.key }
+    }
+
+    /// The records a rewrite keeps at `now`, in sequence order: every one
+    /// that still decides something, without the expiring records that
+    /// have ended (the record beneath one then holds again). The journal's
+    /// newest record stays even when it has ended: the next append numbers
+    /// on from it, and a number at or below what a compacted file merged
+    /// would be taken as merged.
+    public func kept(at now: Int64) -> [JournalRecord] {
+        (latest.values.filter { $0.isLive(at: now) || $0.sequence == lastSequence } + beneath.values).sorted { $0.sequence < $1.sequence }
+    }
+
+    /// Records a rewrite at `now` leaves out: superseded ones and ended expiring ones.
+    public func droppable(at now: Int64) -> UInt64 { recordCount - UInt64(kept(at: now).count) }
 }
 
 /// Why a journal could not be read, written or used.

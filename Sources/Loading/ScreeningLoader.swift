@@ -27,7 +27,9 @@ public enum ScreeningLoader {
     ///     before accepting it (what serving requires).
     ///   - journals: read each directory's journal and lay it over the
     ///     file. The daemon passes false and follows the journals itself.
-    public static func load(_ config: LookupdConfig, verify: Bool, journals: Bool = true,
+    ///   - now: the moment expiring journal records are judged at (seconds
+    ///     since 1970, UTC).
+    public static func load(_ config: LookupdConfig, verify: Bool, journals: Bool = true, now: Int64 = wallClockSeconds(),
                             open: DirectoryOpener = { c throws(DirectoryError) in try DirectoryFile(path: c.path) }) throws(LoadError) -> Loaded {
         let normalizer = NumberNormalizer(plan: config.plan)
         var warnings: [Diagnostic] = []
@@ -58,7 +60,7 @@ public enum ScreeningLoader {
                 let journalPath = JournalFormat.path(forDirectory: entry.path)
                 do {
                     if let journal = try JournalFollower.read(path: journalPath) {
-                        overlay = DirectoryOverlay(journal: journal.state, base: file.header)
+                        overlay = DirectoryOverlay(journal: journal.state, base: file.header, now: now)
                         if let tail = journal.tail {
                             warnings.append(Diagnostic(file: journalPath, line: 0, message: "torn last record ignored: \(tail)"))
                         }

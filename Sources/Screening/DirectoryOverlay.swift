@@ -32,6 +32,12 @@ public final class DirectoryOverlay: Sendable {
     /// The last record the directory file already contains.
     public let mergedThrough: UInt64
     public let isEmpty: Bool
+    /// The moment (seconds since 1970, UTC) the first expiring record laid
+    /// over the file ends, when the overlay must be built anew; nil when
+    /// none of its records expires.
+    public let nextExpiry: Int64?
+    /// The time the overlay was built for.
+    public let builtAt: Int64
 
     public static let empty = DirectoryOverlay()
 
@@ -44,18 +50,24 @@ public final class DirectoryOverlay: Sendable {
         lastSequence = 0
         mergedThrough = 0
         isEmpty = true
+        nextExpiry = nil
+        builtAt = 0
     }
 
-    /// The records of `journal` that the directory with `base` as its
-    /// header has not merged.
-    public init(journal: JournalState, base: DirectoryHeader) {
+    /// The records of `journal` that apply over the directory with `base`
+    /// as its header at `now` (seconds since 1970, UTC): the ones it has not
+    /// merged, and the expiring ones still in force
+    /// (`JournalState.applying`). Valid until `nextExpiry`.
+    public init(journal: JournalState, base: DirectoryHeader, now: Int64) {
         var exact: [UInt64: Entry] = [:]
         var prefixes: [UInt64: Entry] = [:]
         var mask: UInt32 = 0
         var labels: [[UInt8]] = []
         var labelIDs: [[UInt8]: UInt32] = [:]
         let merged = journal.mergedThrough(base)
-        for record in journal.latest.values where record.sequence > merged {
+        var nextExpiry: Int64? = nil
+        for record in journal.pending(over: base, at: now) {
+            if record.isTemporary { nextExpiry = min(nextExpiry ?? .max, record.expires) }
             var value: UInt32 = 0
             if case .add(let blocked, let label) = record.operation {
                 var id: UInt32? = nil
@@ -85,7 +97,12 @@ public final class DirectoryOverlay: Sendable {
         self.lastSequence = journal.lastSequence
         self.mergedThrough = merged
         self.isEmpty = exact.isEmpty && prefixes.isEmpty
+        self.nextExpiry = nextExpiry
+        self.builtAt = now
     }
+
+    /// Whether an expiring record laid over the file has ended by `now`.
+    public func hasExpired(at now: Int64) -> Bool { nextExpiry.map { now >= $0 } ?? false }
 
     /// Numbers and prefix rules the overlay adds, changes or removes.
     public var count: Int { exact.count + prefixes.count }

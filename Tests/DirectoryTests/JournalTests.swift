@@ -317,7 +317,7 @@ final class JournalTests: XCTestCase {
         XCTAssertEqual(journal.state.journalID, file.header.journalID)
         XCTAssertEqual(journal.state.baseSequence, 0)
         XCTAssertEqual(journal.state.recordCount, 5, "the journal keeps every change for the next rebuild")
-        XCTAssertTrue(journal.state.pending(over: file.header).isEmpty)
+        XCTAssertTrue(journal.state.pending(over: file.header, at: 0).isEmpty)
 
         // Nothing more to do, and the directory file is not rewritten.
         let again = try DirectoryUpdates.compact(directory: path)
@@ -340,7 +340,7 @@ final class JournalTests: XCTestCase {
         let base = try DirectoryFile(path: path)
         let state = try XCTUnwrap(try JournalFollower.read(path: journalPath(path))).state
         XCTAssertEqual(state.mergedThrough(base.header), 2)
-        XCTAssertTrue(state.pending(over: base.header).isEmpty, "nothing is applied twice")
+        XCTAssertTrue(state.pending(over: base.header, at: 0).isEmpty, "nothing is applied twice")
         XCTAssertEqual(try stored("+8613900000001", in: path), "block")
         XCTAssertEqual(try stored("+8613800138000", in: path), "-")
         // An add in this state continues the numbering, and is applied.
