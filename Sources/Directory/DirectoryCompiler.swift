@@ -257,6 +257,10 @@ public final class DirectoryCompiler {
         case .json, .vcard:
             break
         }
+        if DirectoryCompiler.isBlank(input) {
+            warn(name, 0, "empty file: no entries")
+            return
+        }
         do {
             if format == .json { try readJSON(input, name: name, file: fileIndex) } else { try readVCard(input, name: name, file: fileIndex) }
         } catch let error as TextFormatError {
@@ -279,6 +283,8 @@ public final class DirectoryCompiler {
         var single: SingleColumn? = nil
         var width = 0
         var defaultAction: Action? = nil
+        // Only blanks so far: an empty source is a list with nothing on it.
+        var blank = true
 
         init(format: SourceFormat) { self.format = format }
     }
@@ -286,6 +292,7 @@ public final class DirectoryCompiler {
     /// Reads a piece of a source (ending at a line feed unless it is the
     /// last); returns the bytes consumed, nil when an error ended the source.
     private func readPiece(_ bytes: UnsafeRawBufferPointer, _ piece: PieceReader, name: String, file: UInt64, more: Bool) -> Int? {
+        if piece.blank, !DirectoryCompiler.isBlank(bytes) { piece.blank = false }
         do {
             if piece.format == .text {
                 piece.line = try LineListReader(bytes: bytes).forEachItem(firstLine: piece.line) { line, item in
@@ -303,9 +310,19 @@ public final class DirectoryCompiler {
     }
 
     private func finishPieces(_ piece: PieceReader, name: String) {
+        // An empty source is a list with nothing on it (a feed's first day, a
+        // blocklist cleared out), not a mistake: worth a word, not a refusal.
+        if piece.blank {
+            warn(name, 0, "empty file: no entries")
+            return
+        }
         if piece.format == .csv, piece.plan == nil, !piece.headerFailed {
             report(name, 1, "empty file (expected a header line such as number,action,label)")
         }
+    }
+
+    private static func isBlank(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        bytes.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
     }
 
     public func add(bytes: [UInt8], name: String, format: SourceFormat, source: SourceOptions? = nil) {

@@ -1,5 +1,7 @@
+import Configuration
 import Glibc
 import SystemCalls
+import TextFormats
 
 /// A command-line mistake: printed with the subcommand's usage, exit status 2.
 struct UsageError: Error {
@@ -102,6 +104,7 @@ struct OutputBuffer {
     mutating func append(_ text: String) { bytes.append(contentsOf: text.utf8) }
     mutating func append(_ raw: UnsafeRawBufferPointer) { bytes.append(contentsOf: raw) }
     mutating func append(byte: UInt8) { bytes.append(byte) }
+    mutating func append(_ more: [UInt8]) { bytes.append(contentsOf: more) }
 
     mutating func flushIfLarge() { if bytes.count >= 1 << 16 { flush() } }
 
@@ -146,10 +149,37 @@ struct OutputBuffer {
     }
 }
 
-func printError(_ message: String) {
+/// Every message to the operator has one of three prefixes: `lookupd: error:`,
+/// `lookupd: warning:` and `lookupd: note:`.
+func printError(_ message: String) { printMessage("error", message) }
+
+func printWarning(_ message: String) { printMessage("warning", message) }
+
+func printNote(_ message: String) { printMessage("note", message) }
+
+private func printMessage(_ kind: String, _ message: String) {
     var out = OutputBuffer(fd: 2)
-    out.append("lookupd: " + message + "\n")
+    out.append("lookupd: \(kind): " + message + "\n")
     out.flush()
+}
+
+/// A `--json` document on standard output, one line.
+func printJSON(_ w: JSONWriter) {
+    var out = OutputBuffer(fd: 1)
+    out.append(w.line)
+    out.flush()
+}
+
+/// "1 number", "2 numbers".
+func plural(_ n: Int, _ one: String, _ many: String? = nil) -> String {
+    "\(n) \(n == 1 ? one : many ?? one + "s")"
+}
+
+/// The name among `names` closest to a mistyped one, for "did you mean".
+func closest(_ given: String, among names: [String]) -> String? {
+    let best = names.map { ($0, ConfigParser.editDistance($0, given)) }.min { $0.1 < $1.1 }
+    guard let best, best.1 <= max(2, given.count / 3), best.1 < given.count else { return nil }
+    return best.0
 }
 
 func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }

@@ -73,6 +73,8 @@ let compileCommand = Command(
                                (default: an eighth of this machine's, \(formatBytes(DirectoryCompiler.defaultMemoryBudget)) here)
       --config FILE            take the numbering plan from this configuration
     \(PlanOptions.help)
+      --json                   print the summary as one JSON object (lookupd(8));
+                               warnings are in it, not on standard error
       -q, --quiet              no summary line
       -h, --help               this text
 
@@ -85,7 +87,7 @@ let compileCommand = Command(
 private func runCompile(_ raw: [String]) throws -> Int32 {
     let args = try Arguments(raw, valued: Set(["output", "format", "on-duplicate", "directory-version", "max-errors", "config", "memory",
                                                "number-column", "label-column", "action-column", "action"]).union(PlanOptions.names),
-                             flags: ["quiet", "no-header", "skip-invalid", "vanity", "discard-changes"], aliases: ["o": "output", "q": "quiet"])
+                             flags: ["quiet", "no-header", "skip-invalid", "vanity", "discard-changes", "json"], aliases: ["o": "output", "q": "quiet"])
     if args.flag("help") {
         var out = OutputBuffer(fd: 1)
         out.append(compileCommand.usage)
@@ -178,34 +180,80 @@ private func runCompile(_ raw: [String]) throws -> Int32 {
         var err = OutputBuffer(fd: 2)
         for diagnostic in failure.diagnostics.prefix(maxErrors) { err.append(diagnostic.description + "\n") }
         if failure.total > maxErrors { err.append("... and \(failure.total - maxErrors) more errors\n") }
-        err.append("lookupd: \(failure.total) error\(failure.total == 1 ? "" : "s"); \(output) not written\(compiler.rejectedLines > 0 ? " (--skip-invalid leaves bad lines out)" : "")\n")
+        err.append("lookupd: error: \(plural(failure.total, "error")); \(output) not written\(compiler.rejectedLines > 0 ? " (--skip-invalid leaves bad lines out)" : "")\n")
         err.flush()
+        if args.flag("json") {
+            var w = JSONWriter()
+            w.beginObject()
+            w.field("output", output)
+            w.field("written", false)
+            w.field("error_count", failure.total)
+            w.key("errors")
+            diagnosticsJSON(&w, failure.diagnostics.prefix(maxErrors))
+            w.endObject()
+            printJSON(w)
+        }
         return 1
     case .success(let w):
         written = w
     }
     bar.clear()
-    if !args.flag("quiet") || options.skipInvalid {
+    if (!args.flag("quiet") || options.skipInvalid) && !args.flag("json") {
         var err = OutputBuffer(fd: 2)
-        for warning in compiler.warnings.prefix(maxErrors) { err.append("warning: " + warning.description + "\n") }
+        for warning in compiler.warnings.prefix(maxErrors) { err.append("lookupd: warning: " + warning.description + "\n") }
         if compiler.warningCount > maxErrors { err.append("... and \(compiler.warningCount - maxErrors) more warnings\n") }
         err.flush()
     }
     if let warning = written.backslashWarning {
         var err = OutputBuffer(fd: 2)
-        err.append("lookupd compile: warning: \(output): \(warning)\n")
+        err.append("lookupd: warning: \(output): \(warning)\n")
         err.flush()
     }
-    if !args.flag("quiet") {
+    let journalChanges = (try? JournalFollower.read(path: JournalFormat.path(forDirectory: output)))??.state.changeCount ?? 0
+    if args.flag("json") {
+        let s = compiler.summary
+        var w = JSONWriter()
+        w.beginObject()
+        w.field("output", output)
+        w.field("written", true)
+        w.field("numbers", written.exactEntries)
+        w.field("prefix_rules", written.prefixRules)
+        w.field("lines", compiler.linesRead)
+        w.field("blocking", written.blocking)
+        w.field("identified", written.identified)
+        w.field("labels", written.labels)
+        w.field("seconds", monotonicNow() - started)
+        w.field("sort_runs", written.runs)
+        w.field("temporary_bytes", written.temporaryBytes)
+        w.key("shapes")
+        w.beginArray()
+        for (file, shape) in s.shapes {
+            w.beginObject()
+            w.field("file", file)
+            w.field("shape", shape.name)
+            w.endObject()
+        }
+        w.endArray()
+        w.field("skipped_lines", s.skippedLines)
+        w.field("rows_without_number", s.rowsWithoutNumber)
+        w.field("duplicates_merged", s.duplicatesMerged)
+        w.field("extensions_dropped", s.extensionsDropped)
+        w.field("vanity_numbers", s.vanityNumbers)
+        w.field("warning_count", compiler.warningCount)
+        w.key("warnings")
+        diagnosticsJSON(&w, compiler.warnings.prefix(maxErrors))
+        w.field("journal_changes", journalChanges)
+        w.endObject()
+        printJSON(w)
+    } else if !args.flag("quiet") {
         var out = OutputBuffer(fd: 1)
         for (file, shape) in compiler.summary.shapes {
             out.append("\(file): read as \(shape.name): \(shape.meaning)\n")
         }
-        let sorted = written.runs == 0 ? "" : ", sorted in \(written.runs) runs (\(formatBytes(written.temporaryBytes)) of temporary files)"
-        out.append("wrote \(output): \(written.exactEntries) numbers and \(written.prefixRules) prefix rules from \(compiler.linesRead) lines (\(written.blocking) blocking, \(written.identified) with a label, \(written.labels) distinct labels)\(CompileColumns.describe(compiler.summary))\(sorted) in \(formatSeconds(monotonicNow() - started))\n")
-        if let journal = try? JournalFollower.read(path: JournalFormat.path(forDirectory: output)), journal.state.changeCount > 0 {
-            let n = journal.state.changeCount
-            out.append("\(JournalFormat.path(forDirectory: output)): its \(n) change\(n == 1 ? "" : "s") made with lookupd add and remove stay in force over the new file\n")
+        let sorted = written.runs == 0 ? "" : ", sorted in \(plural(written.runs, "run")) (\(formatBytes(written.temporaryBytes)) of temporary files)"
+        out.append("wrote \(output): \(plural(written.exactEntries, "number")) and \(plural(written.prefixRules, "prefix rule")) from \(plural(compiler.linesRead, "line")) (\(written.blocking) blocking, \(written.identified) with a label, \(plural(written.labels, "distinct label")))\(CompileColumns.describe(compiler.summary))\(sorted) in \(formatSeconds(monotonicNow() - started))\n")
+        if journalChanges > 0 {
+            out.append("\(JournalFormat.path(forDirectory: output)): its \(plural(journalChanges, "change")) made with lookupd add and remove stay in force over the new file\n")
         }
         out.flush()
     }
@@ -300,4 +348,17 @@ enum CompileColumns {
         add(s.vanityNumbers, "vanity number read as digits", "vanity numbers read as digits")
         return parts.isEmpty ? "" : "; " + parts.joined(separator: ", ")
     }
+}
+
+/// Diagnostics as an array of {"file", "line", "message"} (line 0: the whole file).
+func diagnosticsJSON<S: Sequence>(_ w: inout JSONWriter, _ diagnostics: S) where S.Element == Diagnostic {
+    w.beginArray()
+    for d in diagnostics {
+        w.beginObject()
+        w.field("file", d.file)
+        w.field("line", d.line)
+        w.field("message", d.message)
+        w.endObject()
+    }
+    w.endArray()
 }

@@ -1,18 +1,23 @@
 import Directory
 import Glibc
 import SystemCalls
+import TextFormats
 
 let checkCommand = Command(
     name: "check",
     summary: "verify directory files completely (checksums and structure)",
     usage: """
-    Usage: lookupd check FILE...
+    Usage: lookupd check [--json] FILE...
 
     Verifies each directory file completely: magic number, format version,
     header checksum, every block checksum (format 2) or the content
     checksum (format 1), entries in ascending order without duplicates,
     valid labels and prefix rules, and the counts in the header. Prints one
     line per file; problems go to standard error.
+
+    Options:
+      --json       one JSON object per file (lookupd(8)), problems included
+      -h, --help   this text
 
     Exit status: 0 when every file is sound, 1 when any is not, 2 usage error.
 
@@ -21,22 +26,51 @@ let checkCommand = Command(
 )
 
 private func runCheck(_ raw: [String]) throws -> Int32 {
-    let args = try Arguments(raw, valued: [], flags: [])
+    let args = try Arguments(raw, valued: [], flags: ["json"])
     if args.flag("help") { return printUsage(checkCommand) }
     guard !args.positionals.isEmpty else { throw UsageError("give at least one FILE") }
     var status: Int32 = 0
     for path in args.positionals {
+        var file: DirectoryFile? = nil
+        var problem: String? = nil
         do {
-            let file = try DirectoryFile(path: path)
-            try file.verify()
-            var out = OutputBuffer(fd: 1)
-            let blocks = file.verifier.map { "\($0.blockCount) block\($0.blockCount == 1 ? "" : "s") of \(file.header.blockSize) bytes" } ?? "one content checksum"
-            out.append("\(path): ok (\(file.count) numbers, \(file.prefixRuleCount) prefix rules, \(file.labelTableCount) labels, checksum \(hex(file.header.contentChecksum)); format \(file.header.formatVersion), \(blocks))\n")
-            out.flush()
+            let opened = try DirectoryFile(path: path)
+            file = opened
+            try opened.verify()
         } catch {
-            printError("\(error)")
+            problem = "\(error)"
             status = 1
         }
+        if args.flag("json") {
+            var w = JSONWriter()
+            w.beginObject()
+            w.field("file", path)
+            w.field("ok", problem == nil)
+            w.field("problem", problem)
+            if let file {
+                w.field("format_version", file.header.formatVersion)
+                w.field("numbers", file.count)
+                w.field("prefix_rules", file.prefixRuleCount)
+                w.field("labels", file.labelTableCount)
+                w.field("checksum", hex(file.header.contentChecksum))
+                w.field("blocks", file.verifier?.blockCount ?? 0)
+                w.field("block_size", file.header.blockSize)
+            } else {
+                for key in ["format_version", "numbers", "prefix_rules", "labels", "checksum", "blocks", "block_size"] { w.key(key); w.null() }
+            }
+            w.endObject()
+            printJSON(w)
+            continue
+        }
+        if let problem {
+            printError(problem)
+            continue
+        }
+        guard let file else { continue }
+        var out = OutputBuffer(fd: 1)
+        let blocks = file.verifier.map { "\(plural($0.blockCount, "block")) of \(file.header.blockSize) bytes" } ?? "one content checksum"
+        out.append("\(path): ok (\(plural(file.count, "number")), \(plural(file.prefixRuleCount, "prefix rule")), \(plural(file.labelTableCount, "label")), checksum \(hex(file.header.contentChecksum)); format \(file.header.formatVersion), \(blocks))\n")
+        out.flush()
     }
     return status
 }
@@ -85,103 +119,133 @@ private func runInspect(_ raw: [String]) throws -> Int32 {
     var journal: (state: JournalState, tail: JournalTail?)? = nil
     var journalProblem: String? = nil
     do { journal = try JournalFollower.read(path: journalPath) } catch { journalProblem = "\(error)" }
-    let pending = journal.map { $0.state.pending(over: h) } ?? []
-    let merged = journal.map { $0.state.changeCount - pending.count } ?? 0
     let now = Int64(time(nil))
+    // What applies over the file now, and what does not (merged into it, or ended).
+    let pending = journal.map { $0.state.pending(over: h, at: now) } ?? []
+    let expiring = journal.map { s in s.state.latest.values.filter { $0.isTemporary && $0.isLive(at: now) }.count } ?? 0
+    let expired = journal?.state.expired(at: now).count ?? 0
+    let merged = journal.map { s in s.state.latest.keys.filter { key in
+        s.state.applying(key, over: h, at: now) == nil && s.state.lasting(key).map { $0.sequence <= s.state.mergedThrough(h) } == true
+    }.count } ?? 0
     let feeds = try feedSummaries(installedInto: path, explicitConfig: try args.value("config"))
     var lengths: [Int] = []
     for l in 1...15 where h.prefixLengthMask & (1 << UInt32(l)) != 0 { lengths.append(l) }
     let damaged = blocks.total > 0
-    var out = OutputBuffer(fd: 1)
     if args.flag("json") {
-        out.append("{\"file\":")
-        out.appendJSONString(path)
-        out.append(",\"format_version\":\(h.formatVersion),\"directory_version\":\(h.directoryVersion),\"file_size\":\(h.fileSize)")
-        out.append(",\"numbers\":\(h.entryCount),\"prefix_rules\":\(h.prefixCount),\"labels\":\(h.labelCount)")
-        out.append(",\"blocking\":\(h.blockedCount),\"identifying\":\(h.identifiedCount)")
-        out.append(",\"prefix_lengths\":[\(lengths.map(String.init).joined(separator: ","))]")
-        out.append(",\"content_checksum\":\"\(hex(h.contentChecksum))\",\"header_checksum\":\"\(hex(h.headerChecksum))\"")
-        out.append(",\"block_size\":\(h.blockSize),\"blocks\":\(h.blockCount),\"damaged_blocks\":\(blocks.total)")
-        out.append(",\"journal_id\":\"\(hex(h.journalID))\",\"journal_sequence\":\(h.journalSequence)")
-        out.append(",\"content\":")
-        out.appendJSONString(damaged ? "damaged" : "ok")
-        if let first = blocks.damaged.first { out.append(",\"problem\":"); out.appendJSONString("\(first)") }
-        if !blocks.damaged.isEmpty {
-            out.append(",\"problems\":[")
-            out.append(blocks.damaged.map { error -> String in
-                var item = OutputBuffer(fd: -1)
-                item.appendJSONString("\(error)")
-                return String(decoding: item.bytes, as: UTF8.self)
-            }.joined(separator: ","))
-            out.append("]")
-        }
-        out.append(",\"journal\":")
+        var w = JSONWriter()
+        w.beginObject()
+        w.field("file", path)
+        w.field("format_version", h.formatVersion)
+        w.field("directory_version", h.directoryVersion)
+        w.field("file_size", h.fileSize)
+        w.field("numbers", h.entryCount)
+        w.field("prefix_rules", h.prefixCount)
+        w.field("labels", h.labelCount)
+        w.field("blocking", h.blockedCount)
+        w.field("identifying", h.identifiedCount)
+        w.key("prefix_lengths")
+        w.beginArray()
+        for l in lengths { w.number(l) }
+        w.endArray()
+        w.field("content_checksum", hex(h.contentChecksum))
+        w.field("header_checksum", hex(h.headerChecksum))
+        w.field("block_size", h.blockSize)
+        w.field("blocks", h.blockCount)
+        w.field("damaged_blocks", blocks.total)
+        w.field("journal_id", hex(h.journalID))
+        w.field("journal_sequence", h.journalSequence)
+        w.field("content", damaged ? "damaged" : "ok")
+        w.field("problem", blocks.damaged.first.map { "\($0)" })
+        w.field("problems", strings: blocks.damaged.map { "\($0)" })
+        w.key("journal")
         if let journalProblem {
-            out.append("{\"path\":"); out.appendJSONString(journalPath)
-            out.append(",\"problem\":"); out.appendJSONString(journalProblem); out.append("}")
+            w.beginObject()
+            w.field("path", journalPath)
+            w.field("problem", journalProblem)
+            w.endObject()
         } else if let journal {
-            out.append("{\"path\":"); out.appendJSONString(journalPath)
-            out.append(",\"format_version\":\(journal.state.version),\"changes\":\(journal.state.changeCount),\"merged\":\(merged),\"pending\":\(pending.count)")
-            out.append(",\"last_record\":\(journal.state.lastSequence),\"pending_records\":[")
-            for (i, record) in pending.sorted(by: { $0.sequence < $1.sequence }).enumerated() {
-                if i > 0 { out.append(",") }
-                out.append("{\"record\":\(record.sequence),\"match\":\"\(record.pattern)\",\"action\":")
+            let state = journal.state
+            w.beginObject()
+            w.field("path", journalPath)
+            w.field("format_version", state.version)
+            w.field("changes", state.changeCount)
+            w.field("merged", merged)
+            w.field("pending", pending.count)
+            w.field("expiring", expiring)
+            w.field("expired", expired)
+            w.field("last_record", state.lastSequence)
+            w.key("pending_records")
+            w.beginArray()
+            for record in pending.sorted(by: { $0.sequence < $1.sequence }) {
+                w.beginObject()
+                w.field("record", record.sequence)
+                w.field("match", record.pattern.description)
                 switch record.operation {
                 case .add(let blocked, let label):
-                    out.appendJSONString(blocked ? "block" : "identify")
-                    out.append(",\"label\":")
-                    if let label { out.append(byte: UInt8(ascii: "\"")); label.withUnsafeBytes { out.appendJSONEscaped($0) }; out.append(byte: UInt8(ascii: "\"")) } else { out.append("null") }
+                    w.field("action", blocked ? "block" : "identify")
+                    w.field("label", bytes: label)
                 case .remove:
-                    out.appendJSONString("remove")
-                    out.append(",\"label\":null")
+                    w.field("action", "remove")
+                    w.field("label", nil as String?)
                 }
-                out.append(",\"time\":\(record.time),\"age_seconds\":\(record.time == 0 ? "null" : String(max(0, now - record.time)))}")
+                w.field("time", record.time)
+                w.field("age_seconds", record.time == 0 ? nil : max(0, now - record.time))
+                JournalTarget.expiry(&w, record.expires)
+                w.endObject()
             }
-            out.append("]}")
+            w.endArray()
+            w.field("torn_tail", journal.tail.map { "\($0)" })
+            w.endObject()
         } else {
-            out.append("null")
+            w.null()
         }
-        appendFeedsJSON(&out, feeds)
-        out.append("}\n")
-    } else {
-        let state = damaged ? "DAMAGED" : "ok"
-        let checksumLine = h.formatVersion >= 2
-            ? "block checksums:    \(h.blockCount) block\(h.blockCount == 1 ? "" : "s") of \(h.blockSize) bytes, \(damaged ? "\(blocks.total) DAMAGED" : "all ok"), root \(hex(h.contentChecksum))"
-            : "content checksum:   \(hex(h.contentChecksum)) (\(state))"
-        out.append("""
-        file:               \(path)
-        format version:     \(h.formatVersion)
-        directory version:  \(h.directoryVersion)
-        file size:          \(h.fileSize) bytes
-        numbers:            \(h.entryCount)
-        prefix rules:       \(h.prefixCount)\(lengths.isEmpty ? "" : " (lengths \(lengths.map(String.init).joined(separator: ", ")))")
-        labels:             \(h.labelCount)
-        blocking entries:   \(h.blockedCount)
-        identifying:        \(h.identifiedCount)
-        journal merged:     \(h.journalID == 0 ? "none" : "records through \(h.journalSequence) of journal \(hex(h.journalID))")
-        sections:           keys @\(h.keysOffset), values @\(h.valuesOffset), prefixes @\(h.prefixesOffset), label index @\(h.labelIndexOffset), label data @\(h.labelDataOffset) (\(h.labelDataSize) bytes)
-        header checksum:    \(hex(h.headerChecksum)) (ok)
-        \(checksumLine)
-
-        """)
-        for problem in blocks.damaged { out.append("problem:            \(problem)\n") }
-        if blocks.total > blocks.damaged.count { out.append("                    ... and \(blocks.total - blocks.damaged.count) more damaged blocks\n") }
-        if let journalProblem {
-            out.append("journal:            \(journalProblem)\n")
-        } else if let journal {
-            let s = journal.state
-            out.append("journal:            \(journalPath) (format \(s.version)): \(s.changeCount) change\(s.changeCount == 1 ? "" : "s"), \(merged) merged into the file, \(pending.count) pending\n")
-            let listed = pending.sorted { $0.sequence < $1.sequence }
-            for record in listed.prefix(inspectListedRecords) {
-                out.append("  pending record \(record.sequence): \(record.pattern) \(describeOperation(record.operation)), \(record.time == 0 ? "age unknown" : "\(formatAge(now - record.time)) ago")\n")
-            }
-            if listed.count > inspectListedRecords { out.append("  ... and \(listed.count - inspectListedRecords) more pending records\n") }
-            if let tail = journal.tail { out.append("  torn last record (ignored): \(tail)\n") }
-        } else {
-            out.append("journal:            none\n")
-        }
-        appendFeedsText(&out, feeds)
+        feedsJSON(&w, feeds)
+        w.endObject()
+        printJSON(w)
+        return damaged || journalProblem != nil ? 1 : 0
     }
+    var out = OutputBuffer(fd: 1)
+    let state = damaged ? "DAMAGED" : "ok"
+    let checksumLine = h.formatVersion >= 2
+        ? "block checksums:    \(plural(Int(h.blockCount), "block")) of \(h.blockSize) bytes, \(damaged ? "\(blocks.total) DAMAGED" : "all ok"), root \(hex(h.contentChecksum))"
+        : "content checksum:   \(hex(h.contentChecksum)) (\(state))"
+    out.append("""
+    file:               \(path)
+    format version:     \(h.formatVersion)
+    directory version:  \(h.directoryVersion)
+    file size:          \(h.fileSize) bytes
+    numbers:            \(h.entryCount)
+    prefix rules:       \(h.prefixCount)\(lengths.isEmpty ? "" : " (lengths \(lengths.map(String.init).joined(separator: ", ")))")
+    labels:             \(h.labelCount)
+    blocking entries:   \(h.blockedCount)
+    identifying:        \(h.identifiedCount)
+    journal merged:     \(h.journalID == 0 ? "none" : "records through \(h.journalSequence) of journal \(hex(h.journalID))")
+    sections:           keys @\(h.keysOffset), values @\(h.valuesOffset), prefixes @\(h.prefixesOffset), label index @\(h.labelIndexOffset), label data @\(h.labelDataOffset) (\(h.labelDataSize) bytes)
+    header checksum:    \(hex(h.headerChecksum)) (ok)
+    \(checksumLine)
+
+    """)
+    for problem in blocks.damaged { out.append("problem:            \(problem)\n") }
+    if blocks.total > blocks.damaged.count { out.append("                    ... and \(blocks.total - blocks.damaged.count) more damaged blocks\n") }
+    if let journalProblem {
+        out.append("journal:            \(journalProblem)\n")
+    } else if let journal {
+        let s = journal.state
+        var counts = "\(plural(s.changeCount, "change")), \(merged) merged into the file, \(pending.count) pending"
+        if expiring > 0 { counts += ", \(expiring) expiring" }
+        if expired > 0 { counts += ", \(expired) ended (lookupd compact drops \(expired == 1 ? "it" : "them"))" }
+        out.append("journal:            \(journalPath) (format \(s.version)): \(counts)\n")
+        let listed = pending.sorted { $0.sequence < $1.sequence }
+        for record in listed.prefix(inspectListedRecords) {
+            let until = record.expires == 0 ? "" : ", until \(TimeText.rfc3339(record.expires))"
+            out.append("  pending record \(record.sequence): \(record.pattern) \(describeOperation(record.operation))\(until), \(record.time == 0 ? "age unknown" : "\(formatAge(now - record.time)) ago")\n")
+        }
+        if listed.count > inspectListedRecords { out.append("  ... and \(listed.count - inspectListedRecords) more pending records\n") }
+        if let tail = journal.tail { out.append("  torn last record (ignored): \(tail)\n") }
+    } else {
+        out.append("journal:            none\n")
+    }
+    appendFeedsText(&out, feeds)
     out.flush()
     return damaged || journalProblem != nil ? 1 : 0
 }
@@ -244,10 +308,15 @@ private func runExport(_ raw: [String]) throws -> Int32 {
         throw CommandFailure("\(error)")
     }
     var pending: [JournalRecord] = []
+    var leftOut = 0
     if !args.flag("base-only") {
         do {
             if let journal = try JournalFollower.read(path: JournalFormat.path(forDirectory: path)) {
-                pending = journal.state.pending(over: file.header)
+                // The lasting changes: an expiring one ends in the journal, and
+                // a list compiled from this output would make it last for good.
+                pending = journal.state.lastingPending(over: file.header)
+                let now = Int64(time(nil))
+                leftOut = journal.state.latest.values.filter { $0.isTemporary && $0.isLive(at: now) }.count
             }
         } catch {
             throw CommandFailure("\(error) (lookupd export --base-only writes the directory file alone)")
@@ -273,7 +342,10 @@ private func runExport(_ raw: [String]) throws -> Int32 {
     }
     defer {
         if !pending.isEmpty {
-            printError("note: \(pending.count) journal change\(pending.count == 1 ? "" : "s") not yet compacted into \(path) included (--base-only leaves them out)")
+            printNote("\(plural(pending.count, "journal change")) not yet compacted into \(path) included (--base-only leaves them out)")
+        }
+        if leftOut > 0 {
+            printNote("\(plural(leftOut, "expiring journal change")) left out: \(leftOut == 1 ? "it ends" : "they end") in the journal")
         }
     }
     guard let output = try args.value("output") else {

@@ -1,5 +1,6 @@
 import Configuration
 import Feeds
+import TextFormats
 
 /// The feeds behind a directory file, for `lookupd inspect`. With no --config, a missing or
 /// broken configuration just means no feed lines: inspect is about the file.
@@ -23,20 +24,19 @@ func appendFeedsText(_ out: inout OutputBuffer, _ feeds: [FeedSummary]) {
     }
 }
 
-func appendFeedsJSON(_ out: inout OutputBuffer, _ feeds: [FeedSummary]) {
-    guard !feeds.isEmpty else { return }
-    out.append(",\"feeds\":[")
-    for (i, feed) in feeds.enumerated() {
-        if i > 0 { out.append(",") }
-        out.append("{\"feed\":")
-        out.appendJSONString(feed.feed)
-        out.append(",\"url\":")
-        out.appendJSONString(feed.url)
-        out.append(",\"version\":")
-        out.appendJSONString(feed.version)
-        out.append(",\"entries\":\(feed.entries),\"updated\":\(feed.updated),\"checked\":\(feed.checked),\"error\":")
-        out.appendJSONString(feed.error)
-        out.append("}")
+func feedsJSON(_ w: inout JSONWriter, _ feeds: [FeedSummary]) {
+    w.key("feeds")
+    w.beginArray()
+    for feed in feeds {
+        w.beginObject()
+        w.field("feed", feed.feed)
+        w.field("url", feed.url)
+        w.field("version", feed.version)
+        w.field("entries", feed.entries)
+        w.field("updated", feed.updated)
+        w.field("checked", feed.checked)
+        w.field("error", feed.error)
+        w.endObject()
     }
-    out.append("]")
+    w.endArray()
 }

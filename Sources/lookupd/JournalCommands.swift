@@ -3,14 +3,16 @@ import Directory
 import Glibc
 import Loading
 import Screening
+import TextFormats
 import TextRules
 
 let addCommand = Command(
     name: "add",
-    summary: "block or label one number or prefix now (journal; no recompile, no reload)",
+    summary: "block or label numbers or prefixes now (journal; no recompile, no reload)",
     usage: """
-    Usage: lookupd add NUMBER --block [--label TEXT] [--to DIRECTORY] [--config FILE]
-           lookupd add NUMBER --label TEXT [--to DIRECTORY] [--config FILE]
+    Usage: lookupd add NUMBER --block [--label TEXT] [--expires WHEN] [--to DIRECTORY] [--json] [--config FILE]
+           lookupd add NUMBER --label TEXT [--expires WHEN] [--to DIRECTORY] [--json] [--config FILE]
+           lookupd add --from-file FILE [--expires WHEN] [--to DIRECTORY] [--json] [--config FILE]
 
     Adds NUMBER (any common form, or a prefix rule such as +86170*) to a
     directory, or changes what it says about it: --block blocks it, --label
@@ -20,15 +22,31 @@ let addCommand = Command(
     second, and lookupd query sees it at once. Adding an entry that is
     already exactly so writes nothing.
 
+    With --expires the change holds until then and ends by itself (within a
+    second in the daemon): the number is again what it was before, and
+    lookupd compact drops the ended record. WHEN is a duration from now
+    (3600, 90s, 15m, 24h, 7d, 1h30m) or an RFC 3339 time
+    (2026-12-01T18:00:00Z, 2026-12-01T18:00:00+08:00).
+
+    --from-file reads the numbers from FILE (- for standard input) in any
+    source format lookupd compile reads (CSV with number,action,label, a
+    plain list of numbers to block, JSON, vCard), checks every line, and
+    makes all the changes with one append and one fsync: either every one
+    is in force or, when a line is bad, none.
+
     Options:
       --block              block the number
       --label TEXT         show the number with this label
+      --expires WHEN       end the change then (a duration or an RFC 3339 time)
+      --from-file FILE     the numbers of FILE instead of NUMBER (all or nothing)
       --to DIRECTORY       path or name= of a configured directory (default:
                            the first configured one)
+      --json               print the outcome as one JSON object (lookupd(8))
       --config FILE        configuration file
       -h, --help           this text
 
-    Exit status: 0 added (or already so), 1 error, 2 usage error.
+    Exit status: 0 added (or already so), 1 error (an invalid number
+    included; nothing is written then), 2 usage error.
 
     """,
     run: runAdd
@@ -36,9 +54,10 @@ let addCommand = Command(
 
 let removeCommand = Command(
     name: "remove",
-    summary: "take one number or prefix rule out of a directory now (journal)",
+    summary: "take numbers or prefix rules out of a directory now (journal)",
     usage: """
-    Usage: lookupd remove NUMBER [--from DIRECTORY] [--config FILE]
+    Usage: lookupd remove NUMBER [--from DIRECTORY] [--json] [--config FILE]
+           lookupd remove --from-file FILE [--from DIRECTORY] [--json] [--config FILE]
 
     Removes NUMBER (or a prefix rule such as +86170*) from a directory,
     whether it came from the compiled file or from an earlier lookupd add:
@@ -50,14 +69,21 @@ let removeCommand = Command(
     SOURCE and DETAIL that lookupd query (or the daemon's call log) gives:
     lookupd remove MATCH --from SOURCE.
 
+    --from-file removes every number of FILE (- for standard input; one per
+    line, or any source format lookupd compile reads) with one append and
+    one fsync: all of them, or, when one is bad or not in the directory,
+    none.
+
     Options:
       --from DIRECTORY     path or name= of a configured directory (default:
                            the first configured one)
+      --from-file FILE     the numbers of FILE instead of NUMBER (all or nothing)
+      --json               print the outcome as one JSON object (lookupd(8))
       --config FILE        configuration file
       -h, --help           this text
 
-    Exit status: 0 removed, 1 error (including: not in the directory), 2
-    usage error.
+    Exit status: 0 removed, 1 error (including: not in the directory; nothing
+    is written then), 2 usage error.
 
     """,
     run: runRemove
@@ -67,16 +93,18 @@ let compactCommand = Command(
     name: "compact",
     summary: "merge a directory's journal into a new directory file",
     usage: """
-    Usage: lookupd compact [DIRECTORY] [--config FILE]
+    Usage: lookupd compact [DIRECTORY] [--json] [--config FILE]
 
     Writes a new directory file holding the directory's entries with its
     journal's changes merged in (atomically: a complete new file is renamed
     over the old one), so lookups find them in the file rather than in
-    memory, then drops the superseded records from the journal. The journal
-    keeps the latest change of every number: a directory file compiled
-    anew over this one (lookupd compile -o, lookupd update) gets them all
-    again, so no change is lost. The new file records which journal records
-    it contains, so a crash at any point leaves either the old file or the
+    memory, then drops the superseded records from the journal, and the
+    expiring ones that have ended. The journal keeps the latest change of
+    every number: a directory file compiled anew over this one (lookupd
+    compile -o, lookupd update) gets them all again, so no change is lost.
+    A change with an expiry is never merged into the file: it stays in the
+    journal until it ends. The new file records which journal records it
+    contains, so a crash at any point leaves either the old file or the
     new one in force, and never applies a record twice. A running daemon
     switches to the new file by itself; records added meanwhile are kept.
 
@@ -84,6 +112,7 @@ let compactCommand = Command(
     first configured one), or the path of any directory file.
 
     Options:
+      --json               print the outcome as one JSON object (lookupd(8))
       --config FILE        configuration file
       -h, --help           this text
 
@@ -94,66 +123,59 @@ let compactCommand = Command(
 )
 
 private func runAdd(_ raw: [String]) throws -> Int32 {
-    let args = try Arguments(raw, valued: ["to", "config", "label"], flags: ["block"])
+    let args = try Arguments(raw, valued: ["to", "config", "label", "expires", "from-file"], flags: ["block", "json"])
     if args.flag("help") { return printUsage(addCommand) }
-    guard args.positionals.count == 1 else { throw UsageError("give one NUMBER") }
     let label = try args.value("label")
-    guard args.flag("block") || label != nil else { throw UsageError("say what to do: --block, --label TEXT, or both") }
-    if let label, let problem = LabelRules.problem(label) { throw UsageError("--label: \(problem)") }
-    let (config, directory) = try JournalTarget.resolve(try args.value("to"), option: "to", config: try args.value("config"))
-    let pattern = try JournalTarget.pattern(args.positionals[0], plan: config.plan)
-    let change: DirectoryUpdates.Change
-    do {
-        change = try DirectoryUpdates.add(pattern, blocked: args.flag("block"), label: label.map { Array($0.utf8) }, directory: directory.path)
-    } catch {
-        throw CommandFailure("\(error)")
-    }
-    JournalTarget.reportTail(change.discardedTail, directory.path)
-    var out = OutputBuffer(fd: 1)
-    let what = JournalTarget.describe(blocked: args.flag("block"), label: label.map { Array($0.utf8) })
-    if let record = change.record {
-        if let previous = change.previous, previous.blocked == args.flag("block"), previous.label == label.map({ Array($0.utf8) }) {
-            out.append("added \(pattern) to \(directory.name) (\(what)): journal record \(record.sequence); the directory file already says so, the journal keeps it through rebuilds\n")
-        } else if let previous = change.previous {
-            out.append("changed \(pattern) in \(directory.name) from \(JournalTarget.describe(previous)) to \(what): journal record \(record.sequence)\n")
-        } else {
-            out.append("added \(pattern) to \(directory.name) (\(what)): journal record \(record.sequence)\n")
-        }
+    let fromFile = try args.value("from-file")
+    if fromFile != nil {
+        guard args.positionals.isEmpty else { throw UsageError("give NUMBER or --from-file FILE, not both") }
+        guard !args.flag("block"), label == nil else { throw UsageError("--from-file takes each number's action and label from FILE; leave out --block and --label") }
     } else {
-        out.append("\(pattern) is already in \(directory.name) (\(what), \(JournalTarget.origin(change.previous))); nothing written\n")
+        guard args.positionals.count == 1 else { throw UsageError("give one NUMBER, or --from-file FILE") }
+        guard args.flag("block") || label != nil else { throw UsageError("say what to do: --block, --label TEXT, or both") }
+        if let label, let problem = LabelRules.problem(label) { throw UsageError("--label: \(problem)") }
     }
-    out.flush()
-    return 0
+    let now = Int64(time(nil))
+    var expires: Int64 = 0
+    if let text = try args.value("expires") {
+        guard let moment = TimeText.expiry(text, now: now) else {
+            throw UsageError("--expires expects a duration (3600, 90s, 15m, 24h, 7d) or an RFC 3339 time (2026-12-01T18:00:00Z)")
+        }
+        guard moment > now else { throw UsageError("--expires \(text) is not in the future") }
+        expires = moment
+    }
+    let (config, directory) = try JournalTarget.resolve(try args.value("to"), option: "to", config: try args.value("config"))
+    let requests: [DirectoryUpdates.Request]
+    if let fromFile {
+        requests = try JournalTarget.readAdditions(fromFile, plan: config.plan, expires: expires)
+    } else {
+        let pattern = try JournalTarget.pattern(args.positionals[0], plan: config.plan)
+        requests = [.add(pattern, blocked: args.flag("block"), label: label.map { Array($0.utf8) }, expires: expires)]
+    }
+    return try JournalTarget.apply(requests, directory: directory, config: config, json: args.flag("json"), now: now)
 }
 
 private func runRemove(_ raw: [String]) throws -> Int32 {
-    let args = try Arguments(raw, valued: ["from", "config"], flags: [])
+    let args = try Arguments(raw, valued: ["from", "config", "from-file"], flags: ["json"])
     if args.flag("help") { return printUsage(removeCommand) }
-    guard args.positionals.count == 1 else { throw UsageError("give one NUMBER") }
-    let (config, directory) = try JournalTarget.resolve(try args.value("from"), option: "from", config: try args.value("config"))
-    let pattern = try JournalTarget.pattern(args.positionals[0], plan: config.plan)
-    let change: DirectoryUpdates.Change
-    do {
-        change = try DirectoryUpdates.remove(pattern, directory: directory.path)
-    } catch JournalError.notPresent {
-        var message = "\(pattern) is not in \(directory.name) (\(directory.path)) or its journal"
-        if case .exact(let number) = pattern, let covering = JournalTarget.covering(number, directory: directory, config: config) {
-            message += "; it is covered by the prefix rule \(covering) (lookupd remove '\(covering)' --from \(directory.name) removes the whole rule)"
-        }
-        throw CommandFailure(message)
-    } catch {
-        throw CommandFailure("\(error)")
+    let fromFile = try args.value("from-file")
+    if fromFile != nil {
+        guard args.positionals.isEmpty else { throw UsageError("give NUMBER or --from-file FILE, not both") }
+    } else {
+        guard args.positionals.count == 1 else { throw UsageError("give one NUMBER, or --from-file FILE") }
     }
-    JournalTarget.reportTail(change.discardedTail, directory.path)
-    var out = OutputBuffer(fd: 1)
-    let was = change.previous.map { " (was \(JournalTarget.describe($0)), \(JournalTarget.origin($0)))" } ?? ""
-    out.append("removed \(pattern) from \(directory.name)\(was): journal record \(change.record?.sequence ?? 0)\n")
-    out.flush()
-    return 0
+    let (config, directory) = try JournalTarget.resolve(try args.value("from"), option: "from", config: try args.value("config"))
+    let requests: [DirectoryUpdates.Request]
+    if let fromFile {
+        requests = try JournalTarget.readAdditions(fromFile, plan: config.plan, expires: 0).map { .remove($0.pattern) }
+    } else {
+        requests = [.remove(try JournalTarget.pattern(args.positionals[0], plan: config.plan))]
+    }
+    return try JournalTarget.apply(requests, directory: directory, config: config, json: args.flag("json"), now: Int64(time(nil)))
 }
 
 private func runCompact(_ raw: [String]) throws -> Int32 {
-    let args = try Arguments(raw, valued: ["config"], flags: [])
+    let args = try Arguments(raw, valued: ["config"], flags: ["json"])
     if args.flag("help") { return printUsage(compactCommand) }
     guard args.positionals.count <= 1 else { throw UsageError("give at most one DIRECTORY") }
     let (_, directory) = try JournalTarget.resolve(args.positionals.first, option: nil, config: try args.value("config"))
@@ -170,15 +192,41 @@ private func runCompact(_ raw: [String]) throws -> Int32 {
         throw CommandFailure("\(error)")
     }
     JournalTarget.reportTail(summary.discardedTail, directory.path)
+    if args.flag("json") {
+        var w = JSONWriter()
+        w.beginObject()
+        w.field("directory", directory.name)
+        w.field("path", directory.path)
+        w.field("rewrote_directory", summary.rewroteDirectory)
+        w.field("merged", summary.mergedEntries)
+        w.field("through_record", summary.throughSequence)
+        w.field("numbers", summary.exactEntries)
+        w.field("prefix_rules", summary.prefixRules)
+        w.field("changes", summary.changes)
+        w.field("expiring", summary.expiring)
+        w.field("rewrote_journal", summary.rewroteJournal)
+        w.field("dropped_records", summary.droppedRecords)
+        w.field("expired_records", summary.expiredRecords)
+        w.endObject()
+        printJSON(w)
+        return 0
+    }
     var out = OutputBuffer(fd: 1)
-    let kept = summary.changes == 0 ? "" : "; the journal keeps its \(summary.changes) change\(summary.changes == 1 ? "" : "s") for the next rebuild"
-    let dropped = summary.droppedRecords == 0 ? "" : " (\(summary.droppedRecords) superseded record\(summary.droppedRecords == 1 ? "" : "s") dropped)"
+    var notes: [String] = []
+    if summary.changes > 0 { notes.append("the journal keeps its \(plural(summary.changes, "change")) for the next rebuild") }
+    if summary.expiring > 0 { notes.append("\(plural(summary.expiring, "expiring change")) stay\(summary.expiring == 1 ? "s" : "") in the journal until \(summary.expiring == 1 ? "it ends" : "they end")") }
+    var dropped: [String] = []
+    let superseded = Int(summary.droppedRecords) - summary.expiredRecords
+    if superseded > 0 { dropped.append(plural(superseded, "superseded record")) }
+    if summary.expiredRecords > 0 { dropped.append(plural(summary.expiredRecords, "ended record")) }
+    let kept = notes.isEmpty ? "" : "; " + notes.joined(separator: "; ")
+    let droppedText = dropped.isEmpty ? "" : " (\(dropped.joined(separator: " and ")) dropped)"
     if summary.rewroteDirectory {
-        out.append("compacted \(directory.path): \(summary.mergedEntries) numbers and prefix rules merged (through journal record \(summary.throughSequence)); \(summary.exactEntries) numbers, \(summary.prefixRules) prefix rules\(kept)\(dropped)\n")
+        out.append("compacted \(directory.path): \(summary.mergedEntries) numbers and prefix rules merged (through journal record \(summary.throughSequence)); \(plural(summary.exactEntries, "number")), \(plural(summary.prefixRules, "prefix rule"))\(kept)\(droppedText)\n")
     } else if summary.changes > 0 {
-        out.append("\(directory.path) already holds every journal change (through record \(summary.throughSequence))\(kept)\(dropped)\n")
+        out.append("\(directory.path) already holds every lasting journal change (through record \(summary.throughSequence))\(kept)\(droppedText)\n")
     } else {
-        out.append("nothing to compact: \(directory.path) has no journal changes (\(summary.exactEntries) numbers, \(summary.prefixRules) prefix rules)\n")
+        out.append("nothing to compact: \(directory.path) has no journal changes (\(plural(summary.exactEntries, "number")), \(plural(summary.prefixRules, "prefix rule")))\(droppedText)\n")
     }
     out.flush()
     return 0
@@ -202,7 +250,12 @@ enum JournalTarget {
         if let byPath = config.directories.first(where: { canonical($0.path) == wanted }) { return (config, byPath) }
         guard access(given, F_OK) == 0 else {
             let names = config.directories.map(\.name)
-            throw CommandFailure("\(given): no such directory file\(names.isEmpty ? "" : " or configured directory name (configured: \(names.joined(separator: ", ")))")")
+            var message = "\(given): no such directory file"
+            if !names.isEmpty {
+                message += " or configured directory name (configured: \(names.joined(separator: ", ")))"
+                if let close = closest(given, among: names) { message += "; did you mean '\(close)'?" }
+            }
+            throw CommandFailure(message)
         }
         return (config, DirectoryConfig(path: given))
     }
@@ -213,11 +266,153 @@ enum JournalTarget {
         return String(cString: resolved)
     }
 
+    /// An invalid number is a failed command (exit 1), as in `lookupd compile`.
     static func pattern(_ text: String, plan: NumberingPlan) throws -> NumberPattern {
         switch NumberNormalizer(plan: plan).pattern(text) {
         case .success(let pattern): return pattern
-        case .failure(let reason): throw UsageError("invalid number '\(text)': \(reason)")
+        case .failure(let reason): throw CommandFailure("invalid number '\(text)': \(reason); nothing written")
         }
+    }
+
+    /// The entries of a source file, read as `lookupd compile` reads it
+    /// (every line checked; the first bad one fails the whole file).
+    static func readAdditions(_ path: String, plan: NumberingPlan, expires: Int64) throws -> [DirectoryUpdates.Request] {
+        var options = DirectoryCompiler.Options()
+        options.plan = plan
+        // A list in a file with no telling name is one number per line.
+        if path == "-" || SourceFormat.guess(path: path) == nil { options.format = .text }
+        let compiler = DirectoryCompiler(options: options)
+        do { try compiler.add(path: path == "-" ? "/dev/stdin" : path) } catch { throw CommandFailure("\(error)") }
+        let content: DirectoryContent
+        switch compiler.finish() {
+        case .failure(let failure):
+            var err = OutputBuffer(fd: 2)
+            for diagnostic in failure.diagnostics.prefix(50) { err.append(diagnostic.description + "\n") }
+            if failure.total > 50 { err.append("... and \(failure.total - 50) more errors\n") }
+            err.flush()
+            throw CommandFailure("\(plural(failure.total, "error")) in \(path); nothing written")
+        case .success(let c):
+            content = c
+        }
+        for warning in compiler.warnings { printWarning(warning.description) }
+        var requests: [DirectoryUpdates.Request] = []
+        requests.reserveCapacity(content.exactKeys.count + content.prefixKeys.count)
+        for (keys, values) in [(content.exactKeys, content.exactValues), (content.prefixKeys, content.prefixValues)] {
+            for (key, value) in zip(keys, values) {
+                guard let pattern = JournalRecord.pattern(key: key) else { continue }
+                let labelPlusOne = Int(value >> 1)
+                requests.append(.add(pattern, blocked: value & 1 != 0, label: labelPlusOne == 0 ? nil : content.labels[labelPlusOne - 1],
+                                     expires: expires))
+            }
+        }
+        guard !requests.isEmpty else { throw CommandFailure("\(path) holds no numbers; nothing written") }
+        return requests
+    }
+
+    /// Makes the changes as one batch, then reports them (text or JSON).
+    static func apply(_ requests: [DirectoryUpdates.Request], directory: DirectoryConfig, config: LookupdConfig, json: Bool,
+                      now: Int64) throws -> Int32 {
+        let changes: [DirectoryUpdates.Change]
+        do {
+            changes = try DirectoryUpdates.apply(requests, directory: directory.path, now: now)
+        } catch {
+            let request = requests[min(error.index, requests.count - 1)]
+            if case .notPresent = error.error {
+                var message = notPresent(request.pattern, directory: directory, config: config, where: "or its journal")
+                if requests.count > 1 { message += "; nothing removed" }
+                throw CommandFailure(message)
+            }
+            throw CommandFailure(requests.count > 1 ? "\(request.pattern): \(error.error); nothing written" : "\(error.error)")
+        }
+        if let tail = changes.first?.discardedTail { reportTail(tail, directory.path) }
+        if json {
+            printJSON(report(requests, changes, directory: directory))
+            return 0
+        }
+        var out = OutputBuffer(fd: 1)
+        if requests.count == 1 {
+            out.append(describe(requests[0], changes[0], directory: directory) + "\n")
+        } else {
+            let written = changes.compactMap(\.record)
+            let adding = requests.first?.addition != nil
+            let verb = adding ? "added or changed" : "removed"
+            var line = "\(verb) \(plural(written.count, "number")) in \(directory.name)"
+            if let first = written.first, let last = written.last {
+                line += " (journal records \(first.sequence)–\(last.sequence), one write)"
+            }
+            let unchanged = changes.count - written.count
+            if unchanged > 0 { line += "; \(plural(unchanged, "number")) already so, nothing written for \(unchanged == 1 ? "it" : "them")" }
+            out.append(line + "\n")
+        }
+        out.flush()
+        return 0
+    }
+
+    /// One line for one change, as `lookupd add` and `remove` print it.
+    static func describe(_ request: DirectoryUpdates.Request, _ change: DirectoryUpdates.Change, directory: DirectoryConfig) -> String {
+        let pattern = request.pattern
+        let until = request.expires == 0 ? "" : " until \(TimeText.rfc3339(request.expires))"
+        guard let addition = request.addition else {
+            let was = change.previous.map { " (was \(describe($0)), \(origin($0)))" } ?? ""
+            return "removed \(pattern) from \(directory.name)\(was): journal record \(change.record?.sequence ?? 0)"
+        }
+        let what = describe(blocked: addition.blocked, label: addition.label) + until
+        guard let record = change.record else {
+            return "\(pattern) is already in \(directory.name) (\(what), \(origin(change.previous))); nothing written"
+        }
+        if let previous = change.previous, previous.blocked == addition.blocked, previous.label == addition.label, previous.record == nil,
+           request.expires == 0 {
+            return "added \(pattern) to \(directory.name) (\(what)): journal record \(record.sequence); the directory file already says so, the journal keeps it through rebuilds"
+        } else if let previous = change.previous {
+            return "changed \(pattern) in \(directory.name) from \(describe(previous)) to \(what): journal record \(record.sequence)"
+        }
+        return "added \(pattern) to \(directory.name) (\(what)): journal record \(record.sequence)"
+    }
+
+    /// The JSON object of `lookupd add` and `remove` (lookupd(8), JSON OUTPUT).
+    static func report(_ requests: [DirectoryUpdates.Request], _ changes: [DirectoryUpdates.Change], directory: DirectoryConfig) -> JSONWriter {
+        var w = JSONWriter()
+        w.beginObject()
+        w.field("directory", directory.name)
+        w.field("path", directory.path)
+        w.field("written", changes.filter { $0.record != nil }.count)
+        w.field("unchanged", changes.filter { $0.record == nil }.count)
+        w.key("changes")
+        w.beginArray()
+        for (request, change) in zip(requests, changes) {
+            w.beginObject()
+            w.field("number", request.pattern.description)
+            let outcome: String
+            if request.addition == nil { outcome = "removed" } else if change.record == nil { outcome = "unchanged" } else {
+                outcome = change.previous == nil ? "added" : "changed"
+            }
+            w.field("outcome", outcome)
+            w.field("action", request.addition.map { $0.blocked ? "block" : "identify" } ?? "remove")
+            w.field("label", bytes: request.addition?.label)
+            expiry(&w, request.expires)
+            w.field("record", change.record?.sequence)
+            w.key("previous")
+            if let previous = change.previous {
+                w.beginObject()
+                w.field("action", previous.blocked ? "block" : "identify")
+                w.field("label", bytes: previous.label)
+                w.field("record", previous.record)
+                expiry(&w, previous.expires)
+                w.endObject()
+            } else {
+                w.null()
+            }
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+        return w
+    }
+
+    /// `expires` (seconds since 1970) and `expires_at` (RFC 3339), null for none.
+    static func expiry(_ w: inout JSONWriter, _ expires: Int64) {
+        w.field("expires", expires == 0 ? nil : expires)
+        w.field("expires_at", expires == 0 ? nil : TimeText.rfc3339(expires))
     }
 
     static func describe(blocked: Bool, label: [UInt8]?) -> String {
@@ -226,7 +421,9 @@ enum JournalTarget {
         return text ?? "-"
     }
 
-    static func describe(_ entry: DirectoryUpdates.StoredEntry) -> String { describe(blocked: entry.blocked, label: entry.label) }
+    static func describe(_ entry: DirectoryUpdates.StoredEntry) -> String {
+        describe(blocked: entry.blocked, label: entry.label) + (entry.expires == 0 ? "" : " until \(TimeText.rfc3339(entry.expires))")
+    }
 
     static func origin(_ entry: DirectoryUpdates.StoredEntry?) -> String {
         guard let entry else { return "nowhere" }
@@ -235,7 +432,16 @@ enum JournalTarget {
 
     static func reportTail(_ tail: JournalTail?, _ path: String) {
         guard let tail else { return }
-        printError("warning: \(JournalFormat.path(forDirectory: path)): cut off a torn record an interrupted command left: \(tail)")
+        printWarning("\(JournalFormat.path(forDirectory: path)): cut off a torn record an interrupted command left: \(tail)")
+    }
+
+    /// Why removing `pattern` failed, with the prefix rule covering it, if any.
+    static func notPresent(_ pattern: NumberPattern, directory: DirectoryConfig, config: LookupdConfig, where place: String) -> String {
+        var message = "\(pattern) is not in \(directory.name) (\(directory.path)) \(place)"
+        if case .exact(let number) = pattern, let covering = JournalTarget.covering(number, directory: directory, config: config) {
+            message += "; it is covered by the prefix rule \(covering) (lookupd remove '\(covering)' --from \(directory.name) removes the whole rule)"
+        }
+        return message
     }
 
     /// The prefix rule (file or journal) that covers `number` in this one

@@ -56,7 +56,7 @@ private func runUpdate(_ raw: [String]) throws -> Int32 {
         if quiet && level.rawValue > FeedLogLevel.warning.rawValue { return }
         var out = OutputBuffer(fd: level.rawValue <= FeedLogLevel.warning.rawValue ? 2 : 1)
         out.append(journal ? "<\(level.rawValue)>" : "")
-        out.append(level == .error ? "lookupd update: error: " : level == .warning ? "lookupd update: warning: " : "")
+        out.append(level == .error ? "lookupd: error: " : level == .warning ? "lookupd: warning: " : "")
         out.append(message + "\n")
         out.flush()
     }, reloader: { askDaemonToReload(socket) })

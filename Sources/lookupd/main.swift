@@ -60,7 +60,8 @@ default:
 }
 
 guard let command = commands.first(where: { $0.name == first }) else {
-    printError("unknown command '\(first)'; run 'lookupd --help' for the list")
+    let suggestion = closest(first, among: commands.map(\.name)).map { " (did you mean '\($0)'?)" } ?? ""
+    printError("unknown command '\(first)'\(suggestion); run 'lookupd --help' for the list")
     exit(2)
 }
 
@@ -69,7 +70,7 @@ do {
     exit(status)
 } catch let error as UsageError {
     var out = OutputBuffer(fd: 2)
-    out.append("lookupd \(command.name): \(error.message)\n")
+    out.append("lookupd: error: \(command.name): \(error.message)\n")
     let synopsis = command.usage.split(separator: "\n", omittingEmptySubsequences: false).prefix { !$0.isEmpty }
     out.append(synopsis.joined(separator: "\n") + "\n")
     out.append("Run 'lookupd \(command.name) --help' for the options.\n")
