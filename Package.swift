@@ -84,7 +84,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["CTestSupport"], path: "Tests/TestSupport"),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls", "TestSupport"]),
         .testTarget(name: "TextFormatsTests", dependencies: ["TextFormats", "TestSupport"]),
-        .testTarget(name: "DirectoryTests", dependencies: ["Directory", "TextFormats", "TextRules", "SystemCalls", "TestSupport"]),
+        .testTarget(name: "DirectoryTests", dependencies: ["Directory", "Screening", "TextFormats", "TextRules", "SystemCalls", "TestSupport"]),
         .testTarget(name: "ScreeningTests", dependencies: ["Screening", "Directory", "Configuration", "Loading", "Addresses", "TextFormats", "TestSupport"]),
         .testTarget(name: "SIPTests", dependencies: ["SIP", "CSIPLexer", "TestSupport"]),
         .testTarget(name: "AnsweringTests", dependencies: ["Answering", "Loading", "Configuration", "Directory", "Screening", "SIP", "Addresses", "TestSupport"]),

@@ -41,7 +41,7 @@ enum JournalTarget {
         if follower.state.lastSequence != state.lastSequence {
             problems.append("last sequence \(follower.state.lastSequence) against \(state.lastSequence)")
         }
-        if follower.state.latest != state.latest { problems.append("records differ") }
+        if follower.state.latest != state.latest || follower.state.beneath != state.beneath { problems.append("records differ") }
         if follower.tail?.offset != read?.tail?.offset || follower.tail?.isTorn != read?.tail?.isTorn { problems.append("tails differ") }
         for record in state.latest.values where JournalRecord.pattern(key: record.key) == nil {
             problems.append("a record with key \(record.key) that names no number")
@@ -58,17 +58,18 @@ enum JournalTarget {
         }
     }
 
-    /// The layout of docs/FORMAT.md: a 40-byte header (version at 8,
+    /// The layout of docs/FORMATS.md: a 40-byte header (version at 8,
     /// checksum at 32 over bytes 0..<32, journal id at 16), then records of
-    /// 40 bytes plus the label (32 in version 1: no time field; size at 0,
-    /// label length at 6, checksum after the label).
+    /// 48 bytes plus the label (version 3; 40 in version 2, without the
+    /// expiry; 32 in version 1, without the time either; size at 0, label
+    /// length at 6, checksum after the label).
     static func fixUp(_ bytes: inout [UInt8]) {
         guard bytes.count >= 40 else { return }
         func load64(_ at: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(bytes[at + $1]) << UInt64(8 * $1) } }
         func store64(_ value: UInt64, _ at: Int) { for i in 0..<8 { bytes[at + i] = UInt8(truncatingIfNeeded: value >> UInt64(8 * i)) } }
         store64(XXH64.hash(Array(bytes[0..<32])), 32)
         let journalID = load64(16)
-        let fixed = bytes[8] == 1 ? 32 : 40
+        let fixed = bytes[8] == 1 ? 32 : bytes[8] == 2 ? 40 : 48
         var offset = 40
         while offset + fixed <= bytes.count {
             let labelLength = Int(bytes[offset + 6]) | Int(bytes[offset + 7]) << 8

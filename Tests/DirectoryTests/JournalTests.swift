@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import Directory
+import Screening
 
 /// The journal beside a directory file: its bytes, additions and removals,
 /// torn records, damage, following, and compaction.
@@ -46,39 +47,42 @@ final class JournalTests: XCTestCase {
 
     func testRecordLayout() throws {
         let path = try directory(["+8613800138000,block,Fraud", "+86170*,block,Range"])
-        _ = try DirectoryUpdates.add(p("+8613900000001"), blocked: true, label: Array("Spam".utf8), directory: path)
-        _ = try DirectoryUpdates.remove(p("+86170*"), directory: path)
         let now = UInt64(time(nil))
+        let ends = Int64(now) + 86400
+        _ = try DirectoryUpdates.add(p("+8613900000001"), blocked: true, label: Array("Spam".utf8), expires: ends, directory: path)
+        _ = try DirectoryUpdates.remove(p("+86170*"), directory: path)
         let bytes = Array(FileManager.default.contents(atPath: journalPath(path))!)
-        XCTAssertEqual(bytes.count, 40 + (40 + 4) + 40)
+        XCTAssertEqual(bytes.count, 40 + (48 + 4) + 48)
         func u32(_ o: Int) -> UInt32 { bytes[o..<(o + 4)].reversed().reduce(0) { $0 << 8 | UInt32($1) } }
         func u64(_ o: Int) -> UInt64 { bytes[o..<(o + 8)].reversed().reduce(0) { $0 << 8 | UInt64($1) } }
         // Header.
         XCTAssertEqual(Array(bytes[0..<8]), [0x89, 0x4C, 0x4B, 0x4A, 0x0D, 0x0A, 0x1A, 0x0A])
-        XCTAssertEqual(u32(8), 2)
+        XCTAssertEqual(u32(8), 3)
         XCTAssertEqual(u32(12), 40)
         let id = u64(16)
         XCTAssertNotEqual(id, 0)
         XCTAssertEqual(u64(24), 0, "base sequence of a new journal")
         XCTAssertEqual(u64(32), XXH64.hash(Array(bytes[0..<32])))
-        // Record 1: add, block, label "Spam".
-        XCTAssertEqual(u32(40), 44)
+        // Record 1: add, block, label "Spam", ending in a day.
+        XCTAssertEqual(u32(40), 52)
         XCTAssertEqual(bytes[44], 1)
-        XCTAssertEqual(bytes[45], 1)
+        XCTAssertEqual(bytes[45], 1, "blocks; not continued")
         XCTAssertEqual(UInt16(bytes[46]) | UInt16(bytes[47]) << 8, 4)
         XCTAssertEqual(u64(48), 1)
         XCTAssertEqual(u64(56), 8613900000001)
-        XCTAssertLessThanOrEqual(u64(64), now, "the time of the change")
+        XCTAssertLessThanOrEqual(u64(64), now + 1, "the time of the change")
         XCTAssertGreaterThan(u64(64), now - 60)
-        XCTAssertEqual(Array(bytes[72..<76]), Array("Spam".utf8))
-        XCTAssertEqual(u64(76), XXH64.hash(Array(bytes[40..<76]), seed: id))
-        // Record 2: remove the prefix rule +86170* (5 digits).
-        XCTAssertEqual(u32(84), 40)
-        XCTAssertEqual(bytes[88], 2)
-        XCTAssertEqual(bytes[89], 0)
-        XCTAssertEqual(u64(92), 2)
-        XCTAssertEqual(u64(100), 5 << 56 | 86170)
-        XCTAssertEqual(u64(116), XXH64.hash(Array(bytes[84..<116]), seed: id))
+        XCTAssertEqual(u64(72), UInt64(ends), "the moment it ends")
+        XCTAssertEqual(Array(bytes[80..<84]), Array("Spam".utf8))
+        XCTAssertEqual(u64(84), XXH64.hash(Array(bytes[40..<84]), seed: id))
+        // Record 2: remove the prefix rule +86170* (5 digits); never expires.
+        XCTAssertEqual(u32(92), 48)
+        XCTAssertEqual(bytes[96], 2)
+        XCTAssertEqual(bytes[97], 0)
+        XCTAssertEqual(u64(100), 2)
+        XCTAssertEqual(u64(108), 5 << 56 | 86170)
+        XCTAssertEqual(u64(124), 0)
+        XCTAssertEqual(u64(132), XXH64.hash(Array(bytes[92..<132]), seed: id))
     }
 
     func testHeaderCarriesTheMergedJournal() throws {
@@ -157,6 +161,147 @@ final class JournalTests: XCTestCase {
         }
     }
 
+    // MARK: - Expiring additions and batches
+
+    /// What holds at `now`, as `stored` says it.
+    func stored(_ pattern: String, in path: String, at now: Int64) throws -> String {
+        let base = try DirectoryFile(path: path)
+        let state = try JournalFollower.read(path: journalPath(path))?.state ?? JournalState()
+        guard let entry = try DirectoryUpdates.stored(p(pattern), base: base, state: state, at: now) else { return "-" }
+        let label = entry.label.map { String(decoding: $0, as: UTF8.self) } ?? ""
+        return (entry.blocked ? "block" : "identify") + (label.isEmpty ? "" : " " + label)
+    }
+
+    /// A controlled clock: every moment is given, none read.
+    func testExpiringAdditionEndsAndWhatWasBeneathHoldsAgain() throws {
+        let path = try directory(["+8613800138000,block,Fraud"])
+        let t: Int64 = 1_800_000_000
+        // Over nothing, over a lasting journal change, over the file's own entry.
+        _ = try DirectoryUpdates.add(p("+8613900000001"), blocked: true, label: nil, expires: t + 10, directory: path, now: t)
+        _ = try DirectoryUpdates.add(p("+8613900000002"), blocked: false, label: Array("Courier".utf8), directory: path, now: t)
+        _ = try DirectoryUpdates.add(p("+8613900000002"), blocked: true, label: nil, expires: t + 20, directory: path, now: t)
+        _ = try DirectoryUpdates.add(p("+8613800138000"), blocked: false, label: Array("Maybe".utf8), expires: t + 30, directory: path, now: t)
+        XCTAssertEqual(try stored("+8613900000001", in: path, at: t + 9), "block")
+        XCTAssertEqual(try stored("+8613900000001", in: path, at: t + 10), "-", "the expiry is the first second it is not in force")
+        XCTAssertEqual(try stored("+8613900000002", in: path, at: t + 19), "block")
+        XCTAssertEqual(try stored("+8613900000002", in: path, at: t + 20), "identify Courier", "the lasting change beneath holds again")
+        XCTAssertEqual(try stored("+8613800138000", in: path, at: t + 29), "identify Maybe")
+        XCTAssertEqual(try stored("+8613800138000", in: path, at: t + 30), "block Fraud", "the file's entry holds again")
+
+        // The overlay readers build says when it must be built anew.
+        let base = try DirectoryFile(path: path)
+        let state = try XCTUnwrap(try JournalFollower.read(path: journalPath(path))).state
+        var overlay = DirectoryOverlay(journal: state, base: base.header, now: t)
+        XCTAssertEqual(overlay.nextExpiry, t + 10)
+        XCTAssertFalse(overlay.hasExpired(at: t + 9))
+        XCTAssertTrue(overlay.hasExpired(at: t + 10))
+        overlay = DirectoryOverlay(journal: state, base: base.header, now: t + 25)
+        XCTAssertEqual(overlay.nextExpiry, t + 30)
+        XCTAssertEqual(overlay.count, 2, "+8613900000002 (Courier, lasting) and +8613800138000 (Maybe, until t + 30)")
+        overlay = DirectoryOverlay(journal: state, base: base.header, now: t + 30)
+        XCTAssertNil(overlay.nextExpiry)
+        XCTAssertEqual(overlay.count, 1)
+
+        // A removal never expires; an expiry must lie ahead.
+        XCTAssertThrowsError(try DirectoryUpdates.apply([.add(p("+8613900000003"), blocked: true, label: nil, expires: t)], directory: path, now: t))
+        XCTAssertThrowsError(try DirectoryUpdates.apply([DirectoryUpdates.Request(pattern: p("+8613900000001"), addition: nil, expires: t + 5)],
+                                                        directory: path, now: t))
+    }
+
+    func testCompactionKeepsExpiringRecordsOutOfTheFileAndDropsEndedOnes() throws {
+        let path = try directory(["+8613800138000,block,Fraud"])
+        let t: Int64 = 1_800_000_000
+        _ = try DirectoryUpdates.add(p("+8613900000001"), blocked: true, label: nil, expires: t + 10, directory: path, now: t)
+        _ = try DirectoryUpdates.add(p("+8613900000002"), blocked: true, label: Array("Spam".utf8), directory: path, now: t)
+        _ = try DirectoryUpdates.add(p("+8613900000003"), blocked: true, label: nil, expires: t + 100, directory: path, now: t)
+        var summary = try DirectoryUpdates.compact(directory: path, now: t + 5)
+        XCTAssertEqual(summary.mergedEntries, 1, "only the lasting change goes into the file")
+        XCTAssertEqual(summary.expiring, 2)
+        XCTAssertEqual(summary.expiredRecords, 0)
+        XCTAssertNil(try DirectoryFile(path: path).storedEntry(p("+8613900000001")), "never merged into the file")
+        XCTAssertEqual(try stored("+8613900000001", in: path, at: t + 5), "block")
+        XCTAssertEqual(try stored("+8613900000001", in: path, at: t + 10), "-", "it still ends after the compaction")
+
+        summary = try DirectoryUpdates.compact(directory: path, now: t + 50)
+        XCTAssertEqual(summary.expiredRecords, 1, "+8613900000001 has ended")
+        XCTAssertEqual(summary.expiring, 1)
+        let state = try XCTUnwrap(try JournalFollower.read(path: journalPath(path))).state
+        XCTAssertNil(state.latest[JournalRecord.key(p("+8613900000001"))], "the ended record is gone")
+        XCTAssertEqual(try stored("+8613900000003", in: path, at: t + 50), "block")
+        XCTAssertEqual(try stored("+8613900000002", in: path, at: t + 50), "block Spam")
+        // The newest record stays even once ended: numbering goes on from it.
+        summary = try DirectoryUpdates.compact(directory: path, now: t + 200)
+        let after = try XCTUnwrap(try JournalFollower.read(path: journalPath(path))).state
+        XCTAssertEqual(after.lastSequence, 3)
+        XCTAssertEqual(try stored("+8613900000003", in: path, at: t + 200), "-")
+        let next = try DirectoryUpdates.add(p("+8613900000004"), blocked: true, label: nil, directory: path, now: t + 200)
+        XCTAssertEqual(next.record?.sequence, 4)
+    }
+
+    func testAVersion2JournalIsReadAndRewrittenAsVersion3() throws {
+        let path = try directory(["+8613800138000,block,Fraud"])
+        // A version-2 journal as lookupd wrote it before expiring entries: header, then one 40 + 4 byte record.
+        _ = try DirectoryUpdates.add(p("+8613900000001"), blocked: true, label: Array("Spam".utf8), directory: path)
+        let v3 = Array(FileManager.default.contents(atPath: journalPath(path))!)
+        func load64(_ b: [UInt8], _ at: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(b[at + $1]) << UInt64(8 * $1) } }
+        func put64(_ b: inout [UInt8], _ v: UInt64, _ at: Int) { for i in 0..<8 { b[at + i] = UInt8(truncatingIfNeeded: v >> UInt64(8 * i)) } }
+        var v2 = Array(v3[0..<40])
+        v2[8] = 2
+        put64(&v2, XXH64.hash(Array(v2[0..<32])), 32)
+        let id = load64(v3, 16)
+        var record = Array(v3[40..<72]) + Array("Spam".utf8) + [UInt8](repeating: 0, count: 8)
+        record[0] = 44
+        put64(&record, XXH64.hash(Array(record[0..<36]), seed: id), 36)
+        v2 += record
+        XCTAssertTrue(FileManager.default.createFile(atPath: journalPath(path), contents: Data(v2)))
+        let read = try XCTUnwrap(try JournalFollower.read(path: journalPath(path)))
+        XCTAssertEqual(read.state.version, 2)
+        XCTAssertNil(read.tail)
+        XCTAssertEqual(try stored("+8613900000001", in: path), "block Spam #1")
+        _ = try DirectoryUpdates.add(p("+8613900000002"), blocked: true, label: nil, expires: Int64(time(nil)) + 3600, directory: path)
+        let upgraded = Array(FileManager.default.contents(atPath: journalPath(path))!)
+        XCTAssertEqual(upgraded[8], 3, "rewritten as version 3 before the append")
+        XCTAssertEqual(load64(upgraded, 16), id, "same journal id")
+        XCTAssertEqual(try stored("+8613900000001", in: path), "block Spam #1")
+        XCTAssertEqual(try stored("+8613900000002", in: path), "block #2")
+    }
+
+    /// A batch is in force whole or not at all: cut anywhere before its
+    /// last byte, none of it applies, and the next writer cuts it off.
+    func testBatchCutShortAppliesNothing() throws {
+        let path = try directory(["+8613800138000,block,Fraud"])
+        _ = try DirectoryUpdates.add(p("+8613900000001"), blocked: true, label: nil, directory: path)
+        let before = Array(FileManager.default.contents(atPath: journalPath(path))!)
+        let changes = try DirectoryUpdates.apply([
+            .add(p("+8613900000002"), blocked: true, label: nil),
+            .add(p("+8613900000003"), blocked: false, label: Array("Courier".utf8)),
+            .remove(p("+8613800138000")),
+        ], directory: path)
+        XCTAssertEqual(changes.compactMap(\.record?.sequence), [2, 3, 4])
+        let whole = Array(FileManager.default.contents(atPath: journalPath(path))!)
+        XCTAssertEqual(whole.count, before.count + 48 + (48 + 7) + 48, "one append")
+        XCTAssertEqual(try stored("+8613800138000", in: path), "-")
+        for cut in stride(from: before.count + 1, to: whole.count, by: 7) {
+            XCTAssertTrue(FileManager.default.createFile(atPath: journalPath(path), contents: Data(whole[0..<cut])))
+            let read = try XCTUnwrap(try JournalFollower.read(path: journalPath(path)))
+            XCTAssertEqual(read.state.lastSequence, 1, "cut at \(cut)")
+            XCTAssertEqual(read.tail?.offset, before.count, "cut at \(cut)")
+            XCTAssertEqual(read.tail?.isTorn, true, "cut at \(cut)")
+            XCTAssertEqual(try stored("+8613900000002", in: path), "-", "cut at \(cut)")
+            XCTAssertEqual(try stored("+8613800138000", in: path), "block Fraud", "cut at \(cut)")
+        }
+        let change = try DirectoryUpdates.add(p("+8613900000009"), blocked: true, label: nil, directory: path)
+        XCTAssertEqual(change.record?.sequence, 2, "the cut batch never existed")
+        XCTAssertEqual(change.discardedTail?.offset, before.count)
+        // A refused change refuses the whole batch, and nothing is written.
+        let now = Array(FileManager.default.contents(atPath: journalPath(path))!)
+        XCTAssertThrowsError(try DirectoryUpdates.apply([.add(p("+8613900000005"), blocked: true, label: nil), .remove(p("+8613900000006"))],
+                                                        directory: path)) { error in
+            XCTAssertEqual((error as? DirectoryUpdates.Refusal)?.index, 1)
+        }
+        XCTAssertEqual(Array(FileManager.default.contents(atPath: journalPath(path))!), now)
+    }
+
     // MARK: - Torn and damaged journals
 
     /// Every way the last append can be cut short: the reader keeps every
@@ -168,7 +313,7 @@ final class JournalTests: XCTestCase {
             _ = try DirectoryUpdates.add(p("+861390000000\(i)"), blocked: true, label: Array("Spam \(i)".utf8), directory: path)
         }
         let good = Array(FileManager.default.contents(atPath: journalPath(path))!)
-        let lastStart = good.count - (40 + "Spam 3".utf8.count)
+        let lastStart = good.count - (48 + "Spam 3".utf8.count)
         for cut in (lastStart + 1)..<good.count {
             XCTAssertTrue(FileManager.default.createFile(atPath: journalPath(path), contents: Data(good[0..<cut])))
             let follower = JournalFollower(path: journalPath(path))
@@ -210,7 +355,7 @@ final class JournalTests: XCTestCase {
         bytes[40 + 20] ^= 0xFF  // inside record 1: records 2...4 follow it
         XCTAssertTrue(FileManager.default.createFile(atPath: journalPath(path), contents: Data(bytes)))
         XCTAssertThrowsError(try JournalFollower.read(path: journalPath(path))) { error in
-            guard case .damaged(_, 40, 160, _)? = error as? JournalError else { return XCTFail("\(error)") }
+            guard case .damaged(_, 40, 192, _)? = error as? JournalError else { return XCTFail("\(error)") }
         }
         XCTAssertThrowsError(try DirectoryUpdates.add(p("+8613900000009"), blocked: true, label: nil, directory: path))
         XCTAssertEqual(Array(FileManager.default.contents(atPath: journalPath(path))!), bytes, "left as it was for the operator")

@@ -233,6 +233,8 @@ def journal(lookupd):
         conf = os.path.join(work, "lookupd.conf")
         open(conf, "w").write(f"directory = {base}\n")
         subprocess.run([lookupd, "compile", "-q", source, "-o", base], check=True)
+        batch = os.path.join(work, "batch.csv")
+        open(batch, "w").write("number,action,label\n+8613700004444,block,\n+8613700005555,identify,Courier\n+86171*,block,Range\n")
         steps = [
             ["add", "+8613700001111", "--block"],
             ["add", "+8613700002222", "--label", "Telemarketing"],
@@ -240,6 +242,9 @@ def journal(lookupd):
             ["add", "+8613700003333", "--block", "--label", "北京 \"Fraud\""],
             ["remove", "+8613800138000"],
             ["remove", "+8613700001111"],
+            # Format 3: an expiring addition over a lasting one, then a batch.
+            ["add", "+8613700002222", "--block", "--expires", "2030-01-01T00:00:00Z"],
+            ["add", "--from-file", batch],
         ]
         journal_path = base + ".journal"
         for i, step in enumerate(steps):
@@ -249,6 +254,8 @@ def journal(lookupd):
                 put("journal", f"after-{i + 1}-cut{cut}-asis", bytes([0, cut]) + data)
             put("journal", f"after-{i + 1}-fixup", bytes([1, 128]) + data)
         data = open(journal_path, "rb").read()
+        # The batch's last record cut off: none of it may apply.
+        put("journal", "batch-cut", bytes([0, 255]) + data[:-(48 + 5)])
         put("journal", "torn-tail", bytes([0, 255]) + data[:-5])
         put("journal", "zero-tail", bytes([0, 200]) + data + bytes(40))
         put("journal", "header-only", bytes([0, 0]) + data[:40])
@@ -302,7 +309,15 @@ def text_targets():
 def main():
     lookupd = sys.argv[1] if len(sys.argv) > 1 else None
     for target in ["request-path", "proxy-path", "config", "csv", "json", "vcard"] + (["directory", "journal"] if lookupd else []):
-        shutil.rmtree(os.path.join(SEEDS, target), ignore_errors=True)
+        folder = os.path.join(SEEDS, target)
+        if target != "journal":
+            shutil.rmtree(folder, ignore_errors=True)
+            continue
+        # Journals of format 2, written by an older lookupd, stay: they are
+        # still read, and no current lookupd can write them again.
+        for name in os.listdir(folder) if os.path.isdir(folder) else []:
+            if not name.startswith("v2-"):
+                os.remove(os.path.join(folder, name))
     request_path()
     proxy_path()
     directory(lookupd)
