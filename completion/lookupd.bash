@@ -5,15 +5,15 @@
 _lookupd_options() {
     case "$1" in
         query)   echo "--config --directory --contacts --callee --verstat --at --json --country-code --national-prefix --international-prefix --national-number-length --help" ;;
-        compile) echo "--output --format --on-duplicate --directory-version --max-errors --memory --config --number-column --label-column --action-column --action --no-header --skip-invalid --vanity --discard-changes --country-code --national-prefix --international-prefix --national-number-length --quiet --help" ;;
-        check)   echo "--help" ;;
+        compile) echo "--output --format --on-duplicate --directory-version --max-errors --memory --config --number-column --label-column --action-column --action --no-header --skip-invalid --vanity --discard-changes --country-code --national-prefix --international-prefix --national-number-length --json --quiet --help" ;;
+        check)   echo "--json --help" ;;
         inspect) echo "--json --config --help" ;;
         export)  echo "--base-only --output --help" ;;
         serve)   echo "--config --help" ;;
         reload|stats) echo "--config --socket --help" ;;
-        add)     echo "--block --label --to --config --help" ;;
-        remove)  echo "--from --config --help" ;;
-        compact) echo "--config --help" ;;
+        add)     echo "--block --label --expires --from-file --to --json --config --help" ;;
+        remove)  echo "--from --from-file --json --config --help" ;;
+        compact) echo "--json --config --help" ;;
         update)  echo "--config --force --allow-shrink --rollback --no-reload --quiet --help" ;;
         log)     echo "--blocked --since --caller --json --config --file --help" ;;
     esac
@@ -39,7 +39,7 @@ _lookupd() {
 
     # Values of options.
     case "$prev" in
-        --config|--contacts|--file)
+        --config|--contacts|--file|--from-file)
             COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --directory)
             COMPREPLY=($(compgen -f -X '!*.lkd' -- "$cur") $(compgen -d -- "$cur")); return ;;
@@ -56,6 +56,8 @@ _lookupd() {
         --verstat)
             COMPREPLY=($(compgen -W "TN-Validation-Passed TN-Validation-Failed No-TN-Validation" -- "$cur")); return ;;
         --since)
+            COMPREPLY=($(compgen -W "15m 1h 24h 7d" -- "$cur")); return ;;
+        --expires)
             COMPREPLY=($(compgen -W "15m 1h 24h 7d" -- "$cur")); return ;;
         --label|--callee|--caller|--at|--to|--from|--rollback|--country-code|--national-prefix|--international-prefix|--national-number-length|--directory-version|--max-errors|--memory|--number-column|--label-column|--action-column)
             return ;;

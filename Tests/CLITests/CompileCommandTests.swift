@@ -10,7 +10,7 @@ final class CompileCommandTests: CLITestCase {
         let source = write("dir.csv", "number,action,label\n+8613800138000,block,Spam\n013800138001,identify,Bank\n+86170*,block,\n")
         let r = try lookupd(["compile", source, "-o", file("dir.lkd")])
         XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertTrue(r.stdout.hasPrefix("wrote \(file("dir.lkd")): 2 numbers and 1 prefix rules from 3 lines (2 blocking, 2 with a label, 2 distinct labels) in "), r.stdout)
+        XCTAssertTrue(r.stdout.hasPrefix("wrote \(file("dir.lkd")): 2 numbers and 1 prefix rule from 3 lines (2 blocking, 2 with a label, 2 distinct labels) in "), r.stdout)
         XCTAssertEqual(r.stderr, "")
         XCTAssertTrue(exists(file("dir.lkd")))
         let quiet = try lookupd(["compile", "-q", source, "-o", file("dir2.lkd")])
@@ -79,7 +79,7 @@ final class CompileCommandTests: CLITestCase {
         \(source):4: unknown action 'frobnicate' (expected block or identify)
         \(source):5: 'identify' needs a label
         \(source):6: +8613800138000 conflicts with \(source):2 (label 'Other' here, block with label 'Spam' there); use --on-duplicate first|last to choose
-        lookupd: 4 errors; \(output) not written (--skip-invalid leaves bad lines out)
+        lookupd: error: 4 errors; \(output) not written (--skip-invalid leaves bad lines out)
 
         """)
         XCTAssertFalse(exists(output), "nothing may be written when a source is invalid")
@@ -91,7 +91,7 @@ final class CompileCommandTests: CLITestCase {
         let bad = write("bad.txt", "+8613800138001\nnot a number\n")
         let r = try lookupd(["compile", bad, "-o", output])
         XCTAssertEqual(r.status, 1)
-        XCTAssertEqual(r.stderr, "\(bad):2: invalid number 'not a number': contains letters\nlookupd: 1 error; \(output) not written (--skip-invalid leaves bad lines out)\n")
+        XCTAssertEqual(r.stderr, "\(bad):2: invalid number 'not a number': contains letters\nlookupd: error: 1 error; \(output) not written (--skip-invalid leaves bad lines out)\n")
         XCTAssertEqual(read(output), before)
     }
 
@@ -103,7 +103,7 @@ final class CompileCommandTests: CLITestCase {
             "\(source):1: invalid number 'bad1': contains letters",
             "\(source):2: invalid number 'bad2': contains letters",
             "... and 8 more errors",
-            "lookupd: 10 errors; \(file("out.lkd")) not written (--skip-invalid leaves bad lines out)",
+            "lookupd: error: 10 errors; \(file("out.lkd")) not written (--skip-invalid leaves bad lines out)",
         ])
         XCTAssertFalse(exists(file("out.lkd")))
     }
@@ -112,7 +112,7 @@ final class CompileCommandTests: CLITestCase {
         let missing = file("missing.csv")
         var r = try lookupd(["compile", missing, "-o", file("out.lkd")])
         XCTAssertEqual(r.status, 1)
-        XCTAssertEqual(r.stderr, "lookupd: \(missing): cannot open: No such file or directory\n")
+        XCTAssertEqual(r.stderr, "lookupd: error: \(missing): cannot open: No such file or directory\n")
         XCTAssertFalse(exists(file("out.lkd")))
 
         let dat = write("numbers.dat", "+8613800138000\n")
@@ -125,7 +125,7 @@ final class CompileCommandTests: CLITestCase {
 
         r = try lookupd(["compile", write("ok.txt", "+8613800138000\n"), "-o", file("no/such/folder/out.lkd")])
         XCTAssertEqual(r.status, 1)
-        XCTAssertTrue(r.stderr.hasPrefix("lookupd: "), r.stderr)
+        XCTAssertTrue(r.stderr.hasPrefix("lookupd: error: "), r.stderr)
         XCTAssertTrue(r.stderr.contains("No such file or directory"), r.stderr)
     }
 
@@ -133,7 +133,7 @@ final class CompileCommandTests: CLITestCase {
         let r = try lookupd(["compile", "--format", "text", "-", "-o", file("stdin.lkd")], stdin: Data("+8613800138000\n0170*\n".utf8))
         XCTAssertEqual(r.status, 0, r.stderr)
         let check = try lookupd(["check", file("stdin.lkd")])
-        XCTAssertTrue(check.stdout.contains("ok (1 numbers, 1 prefix rules, 0 labels"), check.stdout)
+        XCTAssertTrue(check.stdout.contains("ok (1 number, 1 prefix rule, 0 labels"), check.stdout)
     }
 
     func testPlanOptionsAndConfig() throws {
@@ -158,7 +158,7 @@ final class CompileCommandTests: CLITestCase {
         let broken = write("broken.conf", "directroy = x\n")
         r = try lookupd(["compile", "--config", broken, source, "-o", file("us4.lkd")])
         XCTAssertEqual(r.status, 1)
-        XCTAssertEqual(r.stderr, "lookupd: \(broken):1: unknown key 'directroy' (did you mean 'directory'?)\n")
+        XCTAssertEqual(r.stderr, "lookupd: error: \(broken):1: unknown key 'directroy' (did you mean 'directory'?)\n")
     }
 
     func testDuplicatePolicyOption() throws {
@@ -217,7 +217,7 @@ final class CompileCommandTests: CLITestCase {
     func testExportOfADamagedFile() throws {
         let r = try lookupd(["export", write("junk.lkd", String(repeating: "x", count: 300))])
         XCTAssertEqual(r.status, 1)
-        XCTAssertEqual(r.stderr, "lookupd: \(file("junk.lkd")): not a lookupd directory (bad magic number)\n")
+        XCTAssertEqual(r.stderr, "lookupd: error: \(file("junk.lkd")): not a lookupd directory (bad magic number)\n")
         XCTAssertEqual(r.stdout, "")
     }
 }

@@ -159,7 +159,7 @@ final class ExportShapeTests: CLITestCase {
         // --skip-invalid leaves them out; --vanity reads the letters.
         var c = try lookupd(["compile", "--country-code", "1", vcf, "-o", file("phone.lkd")])
         XCTAssertEqual(c.status, 1)
-        XCTAssertTrue(c.stderr.hasSuffix("lookupd: 4 errors; \(file("phone.lkd")) not written (--skip-invalid leaves bad lines out)\n"), c.stderr)
+        XCTAssertTrue(c.stderr.hasSuffix("lookupd: error: 4 errors; \(file("phone.lkd")) not written (--skip-invalid leaves bad lines out)\n"), c.stderr)
         XCTAssertTrue(c.stderr.contains("\(vcf):39: '1-800-FLOWERS' has letters: a vanity number? --vanity reads them as keypad digits (1-800-3569377)"), c.stderr)
         c = try lookupd(["compile", "--country-code", "1", "--skip-invalid", "--vanity", vcf, "-o", file("phone.lkd")])
         XCTAssertEqual(c.status, 0, c.stderr)
@@ -221,8 +221,8 @@ final class ExportShapeTests: CLITestCase {
         let r = try lookupd(["compile", "--skip-invalid", source, "-o", file("mixed.lkd")])
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertEqual(r.stderr, """
-        warning: \(source):3: skipped: invalid number 'abc': contains letters
-        warning: \(source):4: skipped: unknown action 'frobnicate' (expected block or identify)
+        lookupd: warning: \(source):3: skipped: invalid number 'abc': contains letters
+        lookupd: warning: \(source):4: skipped: unknown action 'frobnicate' (expected block or identify)
 
         """)
         XCTAssertTrue(r.stdout.contains("2 numbers and 0 prefix rules from 4 lines (2 blocking, 2 with a label, 2 distinct labels); 2 bad lines skipped"), r.stdout)

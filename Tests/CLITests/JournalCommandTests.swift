@@ -37,6 +37,112 @@ final class JournalCommandTests: CLITestCase {
 
     // MARK: - The commands
 
+    /// The one JSON object a --json command prints, with exactly `keys`.
+    func object(_ r: RunResult, keys: Set<String>, file: StaticString = #filePath, line: UInt = #line) -> [String: Any] {
+        let objects = jsonLines(r.stdout, file: file, line: line)
+        XCTAssertEqual(objects.count, 1, r.stdout, file: file, line: line)
+        let o = objects.first ?? [:]
+        XCTAssertEqual(Set(o.keys), keys, "the documented shape (lookupd(8), JSON OUTPUT)", file: file, line: line)
+        return o
+    }
+
+    func testJSONOfAddRemoveCompactCheckAndCompile() throws {
+        let changeKeys: Set<String> = ["number", "outcome", "action", "label", "expires", "expires_at", "record", "previous"]
+        var r = try lookupd(["add", "+8613900000001", "--block", "--label", "Spam", "--expires", "2h", "--json", "--config", config])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        var o = object(r, keys: ["directory", "path", "written", "unchanged", "changes"])
+        XCTAssertEqual(o["directory"] as? String, "main")
+        XCTAssertEqual(o["written"] as? Int, 1)
+        var change = try XCTUnwrap((o["changes"] as? [[String: Any]])?.first)
+        XCTAssertEqual(Set(change.keys), changeKeys)
+        XCTAssertEqual(change["outcome"] as? String, "added")
+        XCTAssertEqual(change["action"] as? String, "block")
+        XCTAssertEqual(change["label"] as? String, "Spam")
+        XCTAssertEqual(change["record"] as? Int, 1)
+        let expires = try XCTUnwrap(change["expires"] as? Int)
+        XCTAssertEqual(Double(expires), Date().timeIntervalSince1970 + 7200, accuracy: 60)
+        XCTAssertTrue((change["expires_at"] as? String)?.hasSuffix("Z") ?? false, "\(change)")
+        XCTAssertTrue(change["previous"] is NSNull)
+
+        r = try lookupd(["remove", "+8613800138000", "--json", "--config", config])
+        o = object(r, keys: ["directory", "path", "written", "unchanged", "changes"])
+        change = try XCTUnwrap((o["changes"] as? [[String: Any]])?.first)
+        XCTAssertEqual(change["outcome"] as? String, "removed")
+        let previous = try XCTUnwrap(change["previous"] as? [String: Any])
+        XCTAssertEqual(previous["label"] as? String, "Fraud Risk")
+        XCTAssertTrue(previous["record"] is NSNull, "it came from the directory file")
+
+        r = try lookupd(["compact", "--json", "--config", config])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        o = object(r, keys: ["directory", "path", "rewrote_directory", "merged", "through_record", "numbers", "prefix_rules", "changes",
+                             "expiring", "rewrote_journal", "dropped_records", "expired_records"])
+        XCTAssertEqual(o["merged"] as? Int, 1, "the removal; the expiring block stays in the journal")
+        XCTAssertEqual(o["expiring"] as? Int, 1)
+
+        r = try lookupd(["check", "--json", directory])
+        o = object(r, keys: ["file", "ok", "problem", "format_version", "numbers", "prefix_rules", "labels", "checksum", "blocks", "block_size"])
+        XCTAssertEqual(o["ok"] as? Bool, true)
+        XCTAssertEqual(o["numbers"] as? Int, 1)
+
+        let source = write("more.csv", "number,action,label\n+8613900000007,block,\nabc,block,\n")
+        r = try lookupd(["compile", "--json", source, "-o", file("more.lkd")])
+        XCTAssertEqual(r.status, 1)
+        o = object(r, keys: ["output", "written", "error_count", "errors"])
+        XCTAssertEqual(o["written"] as? Bool, false)
+        XCTAssertEqual((o["errors"] as? [[String: Any]])?.first?["line"] as? Int, 3)
+        r = try lookupd(["compile", "--json", "--skip-invalid", source, "-o", file("more.lkd")])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        o = object(r, keys: ["output", "written", "numbers", "prefix_rules", "lines", "blocking", "identified", "labels", "seconds", "shapes",
+                             "skipped_lines", "rows_without_number", "duplicates_merged", "extensions_dropped", "vanity_numbers",
+                             "warning_count", "warnings", "journal_changes"])
+        XCTAssertEqual(o["numbers"] as? Int, 1)
+        XCTAssertEqual(o["warning_count"] as? Int, 1)
+    }
+
+    func testExpiresAndFromFile() throws {
+        // An expiry in the past, or not a time at all, is a usage error.
+        for when in ["yesterday", "2001-01-01T00:00:00Z", "0", "1h30"] {
+            let r = try lookupd(["add", "+8613900000001", "--block", "--expires", when, "--config", config])
+            XCTAssertEqual(r.status, 2, "\(when): \(r.stderr)")
+        }
+        var r = try lookupd(["add", "+8613900000001", "--block", "--expires", "2099-01-01T08:00:00+08:00", "--config", config])
+        XCTAssertEqual(r.stdout, "added +8613900000001 to main (block until 2099-01-01T00:00:00Z): journal record 1\n")
+        XCTAssertEqual(try screen(["+8613900000001"])["+8613900000001"], "blocked|null|+8613900000001|1")
+        // Two seconds: in force now, gone once it ends.
+        r = try lookupd(["add", "+8613900000002", "--block", "--expires", "2", "--config", config])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(try screen(["+8613900000002"])["+8613900000002"]?.hasPrefix("blocked|"), true)
+        sleep(3)
+        XCTAssertEqual(try screen(["+8613900000002"])["+8613900000002"]?.hasPrefix("unknown|"), true)
+        r = try lookupd(["inspect", directory])
+        XCTAssertTrue(r.stdout.contains(", 1 expiring, 1 ended (lookupd compact drops it)"), r.stdout)
+
+        // --from-file: every line checked, then one append; a bad line writes nothing.
+        let before = read(journal)
+        let bad = write("bad.txt", "+8613900000003\nnot a number\n+8613900000004\n")
+        r = try lookupd(["add", "--from-file", bad, "--config", config])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.stderr.contains("\(bad):2: invalid number 'not a number'"), r.stderr)
+        XCTAssertEqual(read(journal), before, "nothing written")
+        let good = write("good.txt", "+8613900000003\n013900000004\n+8613900000005\n")
+        r = try lookupd(["add", "--from-file", good, "--expires", "1d", "--config", config])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(r.stdout, "added or changed 3 numbers in main (journal records 3–5, one write)\n")
+        XCTAssertEqual(read(journal).count, before.count + 3 * 48)
+        let blocked = try screen(["+8613900000003", "+8613900000004", "+8613900000005"]).values.filter { $0.hasPrefix("blocked|") }
+        XCTAssertEqual(blocked.count, 3)
+        // Removing: all of them, or none when one is not there.
+        let some = write("some.txt", "+8613900000003\n+8613900000099\n")
+        r = try lookupd(["remove", "--from-file", some, "--config", config])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.stderr.contains("+8613900000099 is not in main"), r.stderr)
+        XCTAssertTrue(r.stderr.hasSuffix("; nothing removed\n"), r.stderr)
+        r = try lookupd(["remove", "--from-file", "-", "--config", config], stdin: Data("+8613900000003\n+8613900000004\n".utf8))
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(r.stdout, "removed 2 numbers in main (journal records 6–7, one write)\n")
+    }
+
+
     func testAddRemoveAndQuery() throws {
         var r = try lookupd(["add", "13900000001", "--block", "--label", "Spam Caller", "--config", config])
         XCTAssertEqual(r.status, 0, r.stderr)
@@ -53,7 +159,7 @@ final class JournalCommandTests: CLITestCase {
         // Removing what is not there: an error, with a hint when a rule covers the number.
         r = try lookupd(["remove", "+8613800138000", "--config", config])
         XCTAssertEqual(r.status, 1)
-        XCTAssertEqual(r.stderr, "lookupd: +8613800138000 is not in main (\(directory)) or its journal\n")
+        XCTAssertEqual(r.stderr, "lookupd: error: +8613800138000 is not in main (\(directory)) or its journal\n")
         r = try lookupd(["remove", "+8617012345678", "--config", config])
         XCTAssertEqual(r.status, 1)
         XCTAssertTrue(r.stderr.contains("it is covered by the prefix rule +86170* (lookupd remove '+86170*' --from main removes the whole rule)"), r.stderr)
@@ -82,7 +188,6 @@ final class JournalCommandTests: CLITestCase {
     func testUsageErrors() throws {
         for (args, message) in [
             (["add", "+8613900000001"], "say what to do: --block, --label TEXT, or both"),
-            (["add", "abc", "--block"], "invalid number 'abc': contains letters"),
             (["add", "+8613900000001", "--label", "bad\u{1}label"], "--label: label contains the control character U+0001"),
             (["remove"], "give one NUMBER"),
             (["compact", "a", "b"], "give at most one DIRECTORY"),
@@ -93,11 +198,16 @@ final class JournalCommandTests: CLITestCase {
         }
         let r = try lookupd(["add", "+8613900000001", "--block", "--to", "nowhere.lkd", "--config", config])
         XCTAssertEqual(r.status, 1)
-        XCTAssertEqual(r.stderr, "lookupd: nowhere.lkd: no such directory file or configured directory name (configured: main)\n")
+        XCTAssertEqual(r.stderr, "lookupd: error: nowhere.lkd: no such directory file or configured directory name (configured: main)\n")
         for command in ["add", "remove", "compact"] {
             let help = try lookupd([command, "--help"])
             XCTAssertTrue(help.stdout.hasPrefix("Usage: lookupd \(command)"), help.stdout)
         }
+        // An invalid number is a failed command, as in compile, not a usage error.
+        let bad = try lookupd(["add", "abc", "--block", "--config", config])
+        XCTAssertEqual(bad.status, 1, bad.stderr)
+        XCTAssertEqual(bad.stderr, "lookupd: error: invalid number 'abc': contains letters; nothing written\n")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: journal), "nothing written")
     }
 
     func testCompactMergesAndKeepsTheChanges() throws {
@@ -119,9 +229,9 @@ final class JournalCommandTests: CLITestCase {
         r = try lookupd(["add", "+8613900000002", "--block", "--config", config])
         XCTAssertEqual(r.stdout, "added +8613900000002 to main (block): journal record 4\n", "numbering continues")
         r = try lookupd(["compact", "main", "--config", config])
-        XCTAssertTrue(r.stdout.hasPrefix("compacted \(directory): 1 numbers"), r.stdout)
+        XCTAssertTrue(r.stdout.hasPrefix("compacted \(directory): 1 number"), r.stdout)
         r = try lookupd(["compact", directory])
-        XCTAssertEqual(r.stdout, "\(directory) already holds every journal change (through record 4); the journal keeps its 4 changes for the next rebuild\n")
+        XCTAssertEqual(r.stdout, "\(directory) already holds every lasting journal change (through record 4); the journal keeps its 4 changes for the next rebuild\n")
         // Changing a number again supersedes its record: compaction drops the old one.
         _ = try lookupd(["add", "+8613900000001", "--label", "Relabelled", "--config", config])
         r = try lookupd(["compact", directory])
@@ -204,7 +314,7 @@ final class JournalCommandTests: CLITestCase {
             XCTAssertEqual(try lookupd(["add", "+861390000000\(i + 1)", "--label", label, "--config", config]).status, 0)
         }
         let good = read(journal)
-        let recordLength = 40 + "Three".utf8.count
+        let recordLength = 48 + "Three".utf8.count
         let lastStart = good.count - recordLength
         for cut in [1, 4, 7, 8, 16, 24, 31, 32, 33, 39, 40, 41, recordLength - 1] {
             write("main.lkd.journal", good.prefix(lastStart + cut))
@@ -270,7 +380,7 @@ final class JournalCommandTests: CLITestCase {
                 XCTAssertNotEqual(read(directory), oldBase, "the new file is in place")
                 XCTAssertEqual(read(journal), oldJournal, "the journal still holds the merged records")
             default:
-                XCTAssertEqual(read(journal).count, oldJournal.count - (40 + "Before".utf8.count), "the superseded record dropped")
+                XCTAssertEqual(read(journal).count, oldJournal.count - (48 + "Before".utf8.count), "the superseded record dropped")
             }
             XCTAssertEqual(try lookupd(["check", directory]).status, 0, phase)
             XCTAssertEqual(try screen(probes).mapValues { $0.split(separator: "|").prefix(3).joined(separator: "|") }, expected, phase)

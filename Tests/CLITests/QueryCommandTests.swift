@@ -138,30 +138,30 @@ final class QueryCommandTests: CLITestCase {
         guard !FileManager.default.fileExists(atPath: "/etc/lookupd/lookupd.conf") else { return }
         let r = try lookupd(["query", "+8613800138000"], environment: ["LOOKUPD_CONFIG": ""])
         XCTAssertEqual(r.status, 1)
-        XCTAssertEqual(r.stderr, "lookupd: no configuration file: /etc/lookupd/lookupd.conf does not exist; pass --config FILE\n")
+        XCTAssertEqual(r.stderr, "lookupd: error: no configuration file: /etc/lookupd/lookupd.conf does not exist; pass --config FILE\n")
     }
 
     func testErrors() throws {
         // A configuration naming no lists.
         var r = try lookupd(["query", "--config", planConfig, "+8613800138000"])
         XCTAssertEqual(r.status, 1)
-        XCTAssertEqual(r.stderr, "lookupd: \(planConfig) names no directory and no contacts; every number would be unknown\n")
+        XCTAssertEqual(r.stderr, "lookupd: error: \(planConfig) names no directory and no contacts; every number would be unknown\n")
         // A missing directory.
         r = try lookupd(["query", "--config", planConfig, "--directory", file("missing.lkd"), "+8613800138000"])
         XCTAssertEqual(r.status, 1)
-        XCTAssertEqual(r.stderr, "lookupd: \(file("missing.lkd")): cannot open: No such file or directory\n")
+        XCTAssertEqual(r.stderr, "lookupd: error: \(file("missing.lkd")): cannot open: No such file or directory\n")
         XCTAssertEqual(r.stdout, "")
         // A truncated directory.
         let bytes = read(file("operator.lkd"))
         let cut = write("cut.lkd", bytes.prefix(bytes.count - 10))
         r = try lookupd(["query", "--config", planConfig, "--directory", cut, "+8613800138000"])
         XCTAssertEqual(r.status, 1)
-        XCTAssertEqual(r.stderr, "lookupd: \(cut): truncated: \(bytes.count - 10) bytes, the header says \(bytes.count)\n")
+        XCTAssertEqual(r.stderr, "lookupd: error: \(cut): truncated: \(bytes.count - 10) bytes, the header says \(bytes.count)\n")
         XCTAssertEqual(r.stdout, "")
         // A missing config file.
         r = try lookupd(["query", "--config", file("nope.conf"), "+8613800138000"])
         XCTAssertEqual(r.status, 1)
-        XCTAssertEqual(r.stderr, "lookupd: \(file("nope.conf")): cannot open: No such file or directory\n")
+        XCTAssertEqual(r.stderr, "lookupd: error: \(file("nope.conf")): cannot open: No such file or directory\n")
         // Contacts warnings go to standard error; answers still come.
         write("messy.csv", "name,number\nMum,+8613911112222\nExt,101\n")
         r = try lookupd(["query", "--config", planConfig, "--contacts", file("messy.csv"), "+8613911112222"])

@@ -49,12 +49,12 @@ final class RebuildTests: CLITestCase {
         XCTAssertTrue(r.stdout.contains("\(directory).journal: its 4 changes made with lookupd add and remove stay in force over the new file"), r.stdout)
         XCTAssertEqual(try screen(probes), changed, "every change survives the recompile")
         var inspect = try lookupd(["inspect", directory])
-        XCTAssertTrue(inspect.stdoutLines.contains("journal:            \(directory).journal (format 2): 4 changes, 0 merged into the file, 4 pending"), inspect.stdout)
+        XCTAssertTrue(inspect.stdoutLines.contains("journal:            \(directory).journal (format 3): 4 changes, 0 merged into the file, 4 pending"), inspect.stdout)
 
         // And the next compaction merges them again, still keeping them.
         XCTAssertEqual(try lookupd(["compact", "--config", config]).status, 0)
         inspect = try lookupd(["inspect", directory])
-        XCTAssertTrue(inspect.stdoutLines.contains("journal:            \(directory).journal (format 2): 4 changes, 4 merged into the file, 0 pending"), inspect.stdout)
+        XCTAssertTrue(inspect.stdoutLines.contains("journal:            \(directory).journal (format 3): 4 changes, 4 merged into the file, 0 pending"), inspect.stdout)
         XCTAssertEqual(try screen(probes), changed)
         // A changed master: the file's new entries apply where no change was made.
         let next = write("master2.csv", master + "\n+8613000000009,block,New In Master\n")
@@ -91,7 +91,7 @@ final class RebuildTests: CLITestCase {
         XCTAssertEqual(try lookupd(["remove", "+86170*", "--config", config]).status, 0)
         var r = try lookupd(["inspect", directory])
         XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertTrue(r.stdoutLines.contains("journal:            \(directory).journal (format 2): 2 changes, 0 merged into the file, 2 pending"), r.stdout)
+        XCTAssertTrue(r.stdoutLines.contains("journal:            \(directory).journal (format 3): 2 changes, 0 merged into the file, 2 pending"), r.stdout)
         XCTAssertTrue(r.stdoutLines.contains { $0.hasPrefix("  pending record 1: +8613900000001 block, label 'Spam', ") && $0.hasSuffix(" s ago") }, r.stdout)
         XCTAssertTrue(r.stdoutLines.contains { $0.hasPrefix("  pending record 2: +86170* removed, ") && $0.hasSuffix(" s ago") }, r.stdout)
         r = try lookupd(["inspect", "--json", directory])
@@ -107,7 +107,7 @@ final class RebuildTests: CLITestCase {
         XCTAssertTrue((0...120).contains(age), "\(age)")
         XCTAssertEqual(try lookupd(["compact", "--config", config]).status, 0)
         r = try lookupd(["inspect", directory])
-        XCTAssertTrue(r.stdoutLines.contains("journal:            \(directory).journal (format 2): 2 changes, 2 merged into the file, 0 pending"), r.stdout)
+        XCTAssertTrue(r.stdoutLines.contains("journal:            \(directory).journal (format 3): 2 changes, 2 merged into the file, 0 pending"), r.stdout)
         XCTAssertFalse(r.stdout.contains("pending record"))
     }
 
@@ -121,11 +121,11 @@ final class RebuildTests: CLITestCase {
         let query = try lookupd(["query", "--config", config, "+8618600000000"])
         XCTAssertEqual(query.status, 1)
         XCTAssertEqual(query.stdout, "", "no answer from damaged bytes")
-        XCTAssertTrue(query.stderr.hasPrefix("lookupd: \(damage)"), query.stderr)
+        XCTAssertTrue(query.stderr.hasPrefix("lookupd: error: \(damage)"), query.stderr)
         XCTAssertTrue(query.stderr.contains("'+8618600000000' not screened"), query.stderr)
         let export = try lookupd(["export", "-o", file("out.csv"), directory])
         XCTAssertEqual(export.status, 1)
-        XCTAssertTrue(export.stderr.hasPrefix("lookupd: \(damage)"), export.stderr)
+        XCTAssertTrue(export.stderr.hasPrefix("lookupd: error: \(damage)"), export.stderr)
         XCTAssertFalse(exists(file("out.csv")))
         let toStdout = try lookupd(["export", directory])
         XCTAssertEqual(toStdout.status, 1)
@@ -136,7 +136,7 @@ final class RebuildTests: CLITestCase {
         for command in [["add", "+8618600000000", "--block"], ["remove", "+8618600000000"], ["compact"]] {
             let r = try lookupd(command + ["--config", config])
             XCTAssertEqual(r.status, 1, "\(command)")
-            XCTAssertTrue(r.stderr.hasPrefix("lookupd: \(damage)"), "\(command): \(r.stderr)")
+            XCTAssertTrue(r.stderr.hasPrefix("lookupd: error: \(damage)"), "\(command): \(r.stderr)")
         }
         XCTAssertEqual(try lookupd(["check", directory]).status, 1)
     }
@@ -156,7 +156,7 @@ final class RebuildTests: CLITestCase {
         let source = write("master.csv", master)
         var r = try lookupd(["compile", "--config", planConfig, source, "-o", directory])
         XCTAssertEqual(r.status, 1)
-        XCTAssertEqual(r.stderr, "lookupd: \(directory) holds changes made with lookupd add/remove (records 1 to 2 of its journal) that a compaction by an older lookupd merged into it and removed from \(directory).journal; a new file in its place would lose them; \(directory) not written. Keep them: lookupd export \(directory) > kept.csv and compile that file along with the sources (or add them again with lookupd add); or pass --discard-changes to drop them\n")
+        XCTAssertEqual(r.stderr, "lookupd: error: \(directory) holds changes made with lookupd add/remove (records 1 to 2 of its journal) that a compaction by an older lookupd merged into it and removed from \(directory).journal; a new file in its place would lose them; \(directory) not written. Keep them: lookupd export \(directory) > kept.csv and compile that file along with the sources (or add them again with lookupd add); or pass --discard-changes to drop them\n")
         XCTAssertEqual(try screen(["+8613900000001"]), ["blocked -"], "nothing replaced")
         r = try lookupd(["compile", "--config", planConfig, "--discard-changes", source, "-o", directory])
         XCTAssertEqual(r.status, 0, r.stderr)
@@ -164,6 +164,6 @@ final class RebuildTests: CLITestCase {
         // A version-1 journal takes new records: it is upgraded first.
         XCTAssertEqual(try lookupd(["add", "+8613900000003", "--block", "--config", config]).status, 0)
         XCTAssertEqual(try screen(["+8613900000003"]), ["blocked -"])
-        XCTAssertEqual(read(directory + ".journal")[8], 2)
+        XCTAssertEqual(read(directory + ".journal")[8], 3)
     }
 }

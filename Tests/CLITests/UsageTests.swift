@@ -44,19 +44,22 @@ final class UsageTests: CLITestCase {
     func testUnknownCommand() throws {
         let r = try lookupd(["serve-coffee"])
         XCTAssertEqual(r.status, 2)
-        XCTAssertEqual(r.stderr, "lookupd: unknown command 'serve-coffee'; run 'lookupd --help' for the list\n")
+        XCTAssertEqual(r.stderr, "lookupd: error: unknown command 'serve-coffee'; run 'lookupd --help' for the list\n")
+        let typo = try lookupd(["inspcet"])
+        XCTAssertEqual(typo.status, 2)
+        XCTAssertEqual(typo.stderr, "lookupd: error: unknown command 'inspcet' (did you mean 'inspect'?); run 'lookupd --help' for the list\n")
     }
 
     func testUnknownOptionIsAUsageError() throws {
         for command in Self.subcommands {
             let r = try lookupd([command, "--bogus", "x"])
             XCTAssertEqual(r.status, 2, command)
-            XCTAssertTrue(r.stderr.hasPrefix("lookupd \(command): unknown option '--bogus'\n"), "\(command): \(r.stderr)")
+            XCTAssertTrue(r.stderr.hasPrefix("lookupd: error: \(command): unknown option '--bogus'\n"), "\(command): \(r.stderr)")
             XCTAssertTrue(r.stderr.contains("Usage: lookupd \(command)"), "\(command): usage is shown")
             XCTAssertEqual(r.stdout, "", command)
             let short = try lookupd([command, "-z"])
             XCTAssertEqual(short.status, 2, command)
-            XCTAssertTrue(short.stderr.hasPrefix("lookupd \(command): unknown option '-z'"), short.stderr)
+            XCTAssertTrue(short.stderr.hasPrefix("lookupd: error: \(command): unknown option '-z'"), short.stderr)
         }
     }
 
@@ -84,7 +87,7 @@ final class UsageTests: CLITestCase {
         for (args, message) in cases {
             let r = try lookupd(args)
             XCTAssertEqual(r.status, 2, "\(args): \(r.stderr)")
-            XCTAssertTrue(r.stderr.hasPrefix("lookupd \(args[0]): \(message)\n"), "\(args): \(r.stderr)")
+            XCTAssertTrue(r.stderr.hasPrefix("lookupd: error: \(args[0]): \(message)\n"), "\(args): \(r.stderr)")
         }
     }
 }

@@ -260,7 +260,15 @@ final class CompilerTests: XCTestCase {
                        ["b.csv:3: unknown column 'colour' in the header (expected number, action, label; or name the columns with --number-column, --label-column, --action-column)"])
         XCTAssertEqual(diagnostics([Source("c.csv", .csv, "action,label\nblock,Spam\n")]),
                        ["c.csv:1: the header has no 'number' column (name it with --number-column)"])
-        XCTAssertEqual(diagnostics([Source("d.csv", .csv, "")]),
+        // An empty source is a list with nothing on it: a warning, not a refusal.
+        for (format, text) in [(SourceFormat.csv, ""), (.text, "\n  \n"), (.json, "")] {
+            let compiler = DirectoryCompiler()
+            compiler.add(bytes: Array(text.utf8), name: "d", format: format)
+            guard case .success(let content) = compiler.finish() else { return XCTFail("an empty \(format) source is refused") }
+            XCTAssertEqual(content.exactKeys.count + content.prefixKeys.count, 0)
+            XCTAssertEqual(compiler.warnings.map(\.description), ["d: empty file: no entries"])
+        }
+        XCTAssertEqual(diagnostics([Source("d.csv", .csv, "# only a comment\n")]),
                        ["d.csv:1: empty file (expected a header line such as number,action,label)"])
         XCTAssertEqual(diagnostics([Source("e.csv", .csv, "label,action,number\nSpam,block\n")]),
                        ["e.csv:2: missing number field"])

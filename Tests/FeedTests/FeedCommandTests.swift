@@ -68,7 +68,7 @@ final class FeedCommandTests: FeedTestCase {
         _ = try config(["spamco \(server.url("f/missing.csv")) into=spam.lkd"])
         let result = try lookupd(["update"])
         XCTAssertEqual(result.status, 1)
-        XCTAssertTrue(result.stderr.contains("lookupd update: error: spamco: the server answered HTTP 404"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("lookupd: error: spamco: the server answered HTTP 404"), result.stderr)
         XCTAssertTrue(result.stderr.contains("keeps its current list"), result.stderr)
         XCTAssertFalse(FileManager.default.fileExists(atPath: path("spam.lkd")))
     }
