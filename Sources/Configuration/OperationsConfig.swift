@@ -17,6 +17,11 @@ public struct OperationsConfig: Sendable, Equatable {
     /// `http-allow-from = any`: every source, on purpose.
     public var httpAllowFromAny = false
     public var httpMaxConnections: Int = 256
+    /// `http-write-token-file`: the file holding the bearer token of the
+    /// write API (/v1/entries); nil: no write API.
+    public var httpWriteTokenFile: String? = nil
+    /// `http-write-allow-from`; nil: loopback only.
+    public var httpWriteAllowFrom: [CIDR]? = nil
     public var logFormat: LogFormat = .text
     /// `log-file`; nil: decision lines go to standard error only.
     public var logFile: String? = nil

@@ -19,6 +19,14 @@ extension ConfigParser {
         },
         .number("http-max-connections", "N", 1...65536, \.config.operations.httpMaxConnections,
                 summary: "Open HTTP connections before new ones are refused with 503 (default 256)."),
+        .path("http-write-token-file",
+              summary: "Turns on the write API (POST and DELETE /v1/entries): the file holds the bearer token clients must send. Off unless set.") {
+            $0.config.operations.httpWriteTokenFile = $1
+        },
+        ConfigKey(name: "http-write-allow-from", syntax: "CIDR[, CIDR...]", repeatable: true,
+                  summary: "Sources the write API accepts changes from (within http-allow-from); others get 403. Default: loopback only.") { s, v throws(ValueError) in
+            s.config.operations.httpWriteAllowFrom = (s.config.operations.httpWriteAllowFrom ?? []) + (try parseCIDRs(v))
+        },
         .choice("log-format", \.config.operations.logFormat,
                 summary: "Shape of decision-log lines: key=value pairs (default) or one JSON object per line."),
         .path("log-file",

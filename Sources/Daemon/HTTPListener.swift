@@ -11,11 +11,13 @@ import TextFormats
 /// The HTTP listener of `http-listen` (docs/OPERATIONS.md): `/metrics` in
 /// the Prometheus text format, `/lookup?number=...` answering the label as
 /// plain text (what FreeSWITCH's mod_cidlookup and Asterisk's CURL() read),
-/// `/lookup.json?number=...` with the whole decision, and the operator's
-/// status page (`/`, its two files and `/status.json`: StatusPage).
+/// `/lookup.json?number=...` with the whole decision, the operator's
+/// status page (`/`, its two files and `/status.json`: StatusPage), and
+/// the write API under `/v1/entries` (WriteAPI).
 ///
-/// HTTP/1.1 with keep-alive and pipelining, GET and HEAD only, no request
-/// bodies. Everything a client can make it hold is bounded: the request
+/// HTTP/1.1 with keep-alive and pipelining, GET and HEAD, and POST and
+/// DELETE for the write API, whose requests alone may carry a body (at
+/// most 4 KiB, else 413). Everything a client can make it hold is bounded: the request
 /// head (8 KiB, else 414/431), the connections (http-max-connections, else
 /// 503), unsent output (a client that does not read is not read from
 /// either), and time (a request head must be complete within 10 s, else
@@ -47,10 +49,12 @@ final class HTTPListener: @unchecked Sendable {
     static let refusedTimeout = 5.0
     private var set: ServingSet
     private var json = JSONWriter()
+    private let writes: WriteAPI
 
     init(address: ListenAddress, current: CurrentSet, stopFlag: StopFlag, counters: HTTPCounters, latency: LatencyHistogram,
-         page: StatusPage, metrics: @escaping @Sendable () -> String) throws(SystemError) {
+         page: StatusPage, logger: Logger = Logger(level: .info), metrics: @escaping @Sendable () -> String) throws(SystemError) {
         self.page = page
+        writes = WriteAPI(logger: logger)
         self.current = current
         self.stopFlag = stopFlag
         self.counters = counters
@@ -136,7 +140,7 @@ final class HTTPListener: @unchecked Sendable {
                 close(fd)
                 continue
             }
-            let connection = HTTPConnection(fd: fd, allowed: allowed, now: monotonicNow())
+            let connection = HTTPConnection(fd: fd, peer: ip, allowed: allowed, now: monotonicNow())
             connections[fd] = connection
             if allowed { counters.add(.accepted) } else {
                 refusedConnections += 1
@@ -233,9 +237,11 @@ final class HTTPListener: @unchecked Sendable {
     private func process(_ c: HTTPConnection) -> Int {
         var answered = 0
         while !c.closing && c.pendingOutput < HTTPListener.outputHighWater {
-            guard let headEnd = c.withReceived({ HTTPRequestHead.end(of: $0) }) else {
-                if c.receivedCount >= HTTPListener.maxRequestHead {
-                    let hasLine = c.withReceived { $0.contains(0x0A) }
+            // The buffer has room for a body behind the head: a head is too large past 8 KiB even when it fits.
+            let found = c.withReceived { HTTPRequestHead.end(of: $0) }
+            guard let headEnd = found, headEnd.headLength <= HTTPListener.maxRequestHead else {
+                if found != nil || c.receivedCount >= HTTPListener.maxRequestHead {
+                    let hasLine = c.withReceived { $0.prefix(HTTPListener.maxRequestHead).contains(0x0A) }
                     if hasLine {
                         answer(c, .other, 431, "Request Header Fields Too Large", "request head larger than 8192 bytes\n", keepAlive: false, head: false)
                     } else {
@@ -246,22 +252,32 @@ final class HTTPListener: @unchecked Sendable {
                 break
             }
             let parsed = c.withReceived { HTTPRequestHead.parse(UnsafeRawBufferPointer(rebasing: $0[0..<headEnd.headLength])) }
-            c.consume(headEnd.consumed)
+            var body: [UInt8] = []
+            if case .success(let request) = parsed, request.contentLength > 0 {
+                // The body follows the head: wait until it is all there (the 10 s request timeout applies).
+                let total = headEnd.consumed + request.contentLength
+                guard c.receivedCount >= total else { break }
+                body = c.withReceived { Array($0[headEnd.consumed..<total]) }
+                c.consume(total)
+            } else {
+                c.consume(headEnd.consumed)
+            }
             answered += 1
             switch parsed {
             case .failure(let error):
                 answer(c, .other, error.status, error.reason, error.message + "\n", keepAlive: false, head: false)
             case .success(let request):
-                handle(request, on: c)
+                handle(request, body: body, on: c)
             }
         }
         return answered
     }
 
-    private func handle(_ request: HTTPRequestHead, on c: HTTPConnection) {
+    private func handle(_ request: HTTPRequestHead, body: [UInt8], on c: HTTPConnection) {
         let head = request.method == "HEAD"
         let endpoint: HTTPCounters.Endpoint
         switch request.path {
+        case _ where WriteAPI.handles(request.path): endpoint = .entries
         case "/metrics": endpoint = .metrics
         case "/lookup": endpoint = .lookup
         case "/lookup.json": endpoint = .lookupJSON
@@ -271,6 +287,18 @@ final class HTTPListener: @unchecked Sendable {
         }
         guard c.allowed else {
             answer(c, endpoint, 403, "Forbidden", "source address not allowed (http-allow-from)\n", keepAlive: false, head: head)
+            return
+        }
+        if endpoint == .entries {
+            let a = writes.answer(method: request.method, path: request.path, query: request.query, body: body,
+                                  authorization: request.authorization, client: c.peer, config: set.config)
+            answer(c, endpoint, a.status, a.reason, a.body, keepAlive: request.keepAlive && a.status < 400, head: head,
+                   contentType: a.contentType, extra: a.extra)
+            return
+        }
+        guard body.isEmpty else {
+            // Counted as before the write API existed, when the head alone refused a body.
+            answer(c, .other, 413, "Content Too Large", "requests take no body (only the write API's POST does)\n", keepAlive: false, head: false)
             return
         }
         guard request.method == "GET" || head else {
@@ -330,7 +358,7 @@ final class HTTPListener: @unchecked Sendable {
         case .statusJSON:
             answer(c, endpoint, 200, "OK", page.document(set: set), keepAlive: request.keepAlive, head: head,
                    contentType: "application/json", extra: StatusPage.documentHeaders)
-        case .other:
+        case .other, .entries:
             answer(c, endpoint, 404, "Not Found",
                    "not found: try / (the status page), /status.json, /metrics, /lookup?number=N or /lookup.json?number=N\n",
                    keepAlive: request.keepAlive, head: head)
@@ -363,6 +391,7 @@ final class HTTPConnection {
     enum Received { case data, closed, error }
 
     let fd: Int32
+    let peer: IPAddress
     let allowed: Bool
     let accepted: Double
     private var input: [UInt8]
@@ -379,11 +408,13 @@ final class HTTPConnection {
     var peerClosed = false
     var interest = Poll.readable | Poll.peerClosed
 
-    init(fd: Int32, allowed: Bool, now: Double) {
+    init(fd: Int32, peer: IPAddress, allowed: Bool, now: Double) {
         self.fd = fd
+        self.peer = peer
         self.allowed = allowed
         accepted = now
-        input = [UInt8](repeating: 0, count: HTTPListener.maxRequestHead)
+        // Room for a whole head and, behind it, a write API body.
+        input = [UInt8](repeating: 0, count: HTTPListener.maxRequestHead + WriteAPI.maxBody)
         lastActivity = now
         requestStarted = now
     }
@@ -451,6 +482,10 @@ struct HTTPRequestHead {
     var path: String
     var query: [UInt8]
     var keepAlive: Bool
+    /// The body's length (Content-Length); only the write API takes one.
+    var contentLength = 0
+    /// `Authorization`, as sent.
+    var authorization: String? = nil
 
     /// Where the head ends: its length without the blank line, and with it.
     static func end(of bytes: UnsafeRawBufferPointer) -> (headLength: Int, consumed: Int)? {
@@ -504,12 +539,14 @@ struct HTTPRequestHead {
 
         var keepAlive = minor == 1
         var host = false
+        var contentLength = 0
+        var authorization: String? = nil
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex else { return bad("malformed header line") }
             let nameBytes = line[line.startIndex..<colon]
             // Obsolete line folding and whitespace before the colon are refused (RFC 9112 §5.1, §5.2).
             guard nameBytes.allSatisfy(isTokenByte) else { return bad("malformed header name") }
-            // Only four headers matter; the others are checked for shape and skipped unread.
+            // Only five headers matter; the others are checked for shape and skipped unread.
             func value() -> String { String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingCharacters(in: " \t").lowercased() }
             if isName(nameBytes, "host") {
                 if host { return bad("more than one Host header") }
@@ -519,15 +556,19 @@ struct HTTPRequestHead {
                 if options.contains("close") { keepAlive = false } else if options.contains("keep-alive") { keepAlive = true }
             } else if isName(nameBytes, "content-length") {
                 guard let length = Int(value()), length >= 0 else { return bad("malformed Content-Length") }
-                if length > 0 {
-                    return .failure(Failure(status: 413, reason: "Content Too Large", message: "requests take no body"))
+                if length > WriteAPI.maxBody {
+                    return .failure(Failure(status: 413, reason: "Content Too Large", message: "request body larger than \(WriteAPI.maxBody) bytes"))
                 }
+                contentLength = length
+            } else if isName(nameBytes, "authorization") {
+                authorization = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingCharacters(in: " \t")
             } else if isName(nameBytes, "transfer-encoding") {
                 return .failure(Failure(status: 501, reason: "Not Implemented", message: "requests take no body (Transfer-Encoding)"))
             }
         }
         if minor == 1 && !host { return bad("HTTP/1.1 request without Host header") }
-        return .success(HTTPRequestHead(method: String(decoding: parts[0], as: UTF8.self), path: path, query: query, keepAlive: keepAlive))
+        return .success(HTTPRequestHead(method: String(decoding: parts[0], as: UTF8.self), path: path, query: query, keepAlive: keepAlive,
+                                        contentLength: contentLength, authorization: authorization))
     }
 }
 

@@ -35,7 +35,7 @@ final class ServiceStatus: Sendable {
 final class HTTPCounters: @unchecked Sendable {
     enum Endpoint: Int, CaseIterable {
         /// page: the status page's files (`/`, `/status.css`, `/status.js`).
-        case metrics, lookup, lookupJSON, page, statusJSON, other
+        case metrics, lookup, lookupJSON, page, statusJSON, entries, other
         var label: String {
             switch self {
             case .metrics: return "/metrics"
@@ -43,11 +43,12 @@ final class HTTPCounters: @unchecked Sendable {
             case .lookupJSON: return "/lookup.json"
             case .page: return "/"
             case .statusJSON: return "/status.json"
+            case .entries: return "/v1/entries"
             case .other: return "other"
             }
         }
     }
-    static let codes = [200, 400, 403, 404, 405, 408, 413, 414, 431, 501, 503, 505]
+    static let codes = [200, 201, 400, 401, 403, 404, 405, 408, 413, 414, 429, 431, 500, 501, 503, 505]
     enum Event: Int, CaseIterable { case accepted, refusedLimit, refusedACL, closedIdle, closedSlow, closedError }
     private let requests = CounterBlock(count: Endpoint.allCases.count * (HTTPCounters.codes.count + 1))
     private let events = CounterBlock(count: Event.allCases.count)

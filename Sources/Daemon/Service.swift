@@ -116,7 +116,7 @@ public final class Service {
                 let counters = httpCounters, latency = httpLatency
                 let page = StatusPage(version: options.version, workers: workers, status: status, log: sink)
                 http = try HTTPListener(address: address, current: current, stopFlag: stop, counters: counters, latency: latency,
-                                        page: page) {
+                                        page: page, logger: logger) {
                     Service.metricsText(workers: workers, set: current.get(), status: status, log: sink, http: counters, httpLatency: latency)
                 }
             }

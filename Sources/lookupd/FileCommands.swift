@@ -1,5 +1,6 @@
 import Directory
 import Glibc
+import Loading
 import SystemCalls
 import TextFormats
 
@@ -190,7 +191,7 @@ private func runInspect(_ raw: [String]) throws -> Int32 {
                 }
                 w.field("time", record.time)
                 w.field("age_seconds", record.time == 0 ? nil : max(0, now - record.time))
-                JournalTarget.expiry(&w, record.expires)
+                ChangeJSON.expiry(&w, record.expires)
                 w.endObject()
             }
             w.endArray()

@@ -372,47 +372,8 @@ enum JournalTarget {
     /// The JSON object of `lookupd add` and `remove` (lookupd(8), JSON OUTPUT).
     static func report(_ requests: [DirectoryUpdates.Request], _ changes: [DirectoryUpdates.Change], directory: DirectoryConfig) -> JSONWriter {
         var w = JSONWriter()
-        w.beginObject()
-        w.field("directory", directory.name)
-        w.field("path", directory.path)
-        w.field("written", changes.filter { $0.record != nil }.count)
-        w.field("unchanged", changes.filter { $0.record == nil }.count)
-        w.key("changes")
-        w.beginArray()
-        for (request, change) in zip(requests, changes) {
-            w.beginObject()
-            w.field("number", request.pattern.description)
-            let outcome: String
-            if request.addition == nil { outcome = "removed" } else if change.record == nil { outcome = "unchanged" } else {
-                outcome = change.previous == nil ? "added" : "changed"
-            }
-            w.field("outcome", outcome)
-            w.field("action", request.addition.map { $0.blocked ? "block" : "identify" } ?? "remove")
-            w.field("label", bytes: request.addition?.label)
-            expiry(&w, request.expires)
-            w.field("record", change.record?.sequence)
-            w.key("previous")
-            if let previous = change.previous {
-                w.beginObject()
-                w.field("action", previous.blocked ? "block" : "identify")
-                w.field("label", bytes: previous.label)
-                w.field("record", previous.record)
-                expiry(&w, previous.expires)
-                w.endObject()
-            } else {
-                w.null()
-            }
-            w.endObject()
-        }
-        w.endArray()
-        w.endObject()
+        ChangeJSON.write(requests, changes, directory: directory.name, path: directory.path, to: &w)
         return w
-    }
-
-    /// `expires` (seconds since 1970) and `expires_at` (RFC 3339), null for none.
-    static func expiry(_ w: inout JSONWriter, _ expires: Int64) {
-        w.field("expires", expires == 0 ? nil : expires)
-        w.field("expires_at", expires == 0 ? nil : TimeText.rfc3339(expires))
     }
 
     static func describe(blocked: Bool, label: [UInt8]?) -> String {
