@@ -15,7 +15,7 @@ _lookupd_options() {
         remove)  echo "--from --from-file --json --config --help" ;;
         compact) echo "--json --config --help" ;;
         update)  echo "--config --force --allow-shrink --rollback --no-reload --quiet --help" ;;
-        log)     echo "--blocked --since --caller --json --config --file --help" ;;
+        log)     echo "--blocked --verdict --since --until --caller --callee --id --follow --json --config --file --help" ;;
     esac
 }
 
@@ -55,11 +55,13 @@ _lookupd() {
             COMPREPLY=($(compgen -W "block identify" -- "$cur")); return ;;
         --verstat)
             COMPREPLY=($(compgen -W "TN-Validation-Passed TN-Validation-Failed No-TN-Validation" -- "$cur")); return ;;
-        --since)
+        --since|--until)
             COMPREPLY=($(compgen -W "15m 1h 24h 7d" -- "$cur")); return ;;
+        --verdict)
+            COMPREPLY=($(compgen -W "blocked identified contact unknown anonymous invalid bypassed" -- "$cur")); return ;;
         --expires)
             COMPREPLY=($(compgen -W "15m 1h 24h 7d" -- "$cur")); return ;;
-        --label|--callee|--caller|--at|--to|--from|--rollback|--country-code|--national-prefix|--international-prefix|--national-number-length|--directory-version|--max-errors|--memory|--number-column|--label-column|--action-column)
+        --label|--callee|--caller|--id|--at|--to|--from|--rollback|--country-code|--national-prefix|--international-prefix|--national-number-length|--directory-version|--max-errors|--memory|--number-column|--label-column|--action-column)
             return ;;
     esac
 

@@ -1,5 +1,6 @@
 import Configuration
 import Daemon
+import Directory
 import Glibc
 import TextRules
 
@@ -7,7 +8,8 @@ let logCommand = Command(
     name: "log",
     summary: "show the decision log: blocked and identified calls",
     usage: """
-    Usage: lookupd log [--blocked] [--since TIME] [--caller NUMBER] [--json] [--config FILE | --file PATH | -]
+    Usage: lookupd log [--blocked] [--verdict V] [--since TIME] [--until TIME] [--caller NUMBER] [--callee USER]
+                       [--id CALL-ID] [--follow] [--json] [--config FILE | --file PATH | -]
 
     Reads the decision log back: one line per call the daemon blocked,
     identified, recognised as a contact, or that a caller policy or time
@@ -23,13 +25,25 @@ let logCommand = Command(
       TIME  VERDICT  CALLER -> CALLEE  "LABEL"  source=SOURCE rule=RULE call-id=CALL-ID
 
     with TIME in UTC as the daemon logged it and control characters from
-    the SIP message shown escaped.
+    the SIP message shown escaped (\\xHH), so no display name can start a
+    line of its own.
+
+    --caller takes the number in any written form (8005550199, +1 800
+    555-0199, ...) and is read with the configuration's numbering plan, as
+    lookupd query reads it; the log holds it normalised. --follow prints
+    the calls as the daemon logs them, until interrupted, and follows the
+    log file across rotations.
 
     Options:
-      --blocked        only blocked calls
+      --blocked        only blocked calls (--verdict blocked)
+      --verdict V      only calls with this verdict (blocked, identified, contact, ...)
       --since TIME     only calls at or after TIME: 2026-11-29, 2026-11-29T18:00,
                        2026-11-29T18:00:05 (UTC), or an age: 30s, 15m, 2h, 7d
-      --caller NUMBER  only calls from this caller (as logged, e.g. +8613800138000)
+      --until TIME     only calls before TIME (the same forms)
+      --caller NUMBER  only calls from this caller, in any written form
+      --callee USER    only calls to this callee (as logged)
+      --id CALL-ID     only the call with this Call-ID
+      --follow         go on printing calls as they are logged
       --json           one JSON object per call (the logged fields) instead
       --config FILE    take log-file from this configuration
       --file PATH      read this log file (and its rotated predecessors)
@@ -43,28 +57,41 @@ let logCommand = Command(
 )
 
 private func runLog(_ raw: [String]) throws -> Int32 {
-    let args = try Arguments(raw, valued: ["config", "file", "since", "caller"], flags: ["blocked", "json"])
+    let args = try Arguments(raw, valued: ["config", "file", "since", "until", "caller", "callee", "verdict", "id"],
+                             flags: ["blocked", "json", "follow"])
     if args.flag("help") { return printUsage(logCommand) }
-    var filter = LogFilter(blockedOnly: args.flag("blocked"), caller: try args.value("caller"))
-    if let since = try args.value("since") {
-        guard let time = LogTime.since(since, now: Double(time(nil))) else {
-            throw UsageError("--since expects 2026-11-29, 2026-11-29T18:00[:05] or an age such as 30s, 15m, 2h, 7d")
+    var filter = LogFilter(blockedOnly: args.flag("blocked"), callee: try args.value("callee"), callID: try args.value("id"))
+    filter.verdict = try args.value("verdict")
+    let now = Double(time(nil))
+    for (option, text) in [("since", try args.value("since")), ("until", try args.value("until"))] {
+        guard let text else { continue }
+        guard let moment = LogTime.since(text, now: now) else {
+            throw UsageError("--\(option) expects 2026-11-29, 2026-11-29T18:00[:05] or an age such as 30s, 15m, 2h, 7d")
         }
-        filter.since = time
+        if option == "since" { filter.since = moment } else { filter.until = moment }
     }
+    let explicitConfig = try args.value("config")
+    if let caller = try args.value("caller") {
+        // Read as query reads it; without a configuration, as written.
+        filter.caller = caller
+        if let config = try? ConfigLocation.load(explicit: explicitConfig), case .number(let number) = NumberNormalizer(plan: config.plan).normalize(caller) {
+            filter.caller = number.description
+        }
+    }
+    let follow = args.flag("follow")
     guard args.positionals.count <= 1, args.positionals.first.map({ $0 == "-" }) ?? true else {
         throw UsageError("unexpected argument '\(args.positionals[0])' (only - for standard input)")
     }
     var printer = LogPrinter(filter: filter, json: args.flag("json"))
     if args.positionals == ["-"] {
         guard try args.value("file") == nil else { throw UsageError("give --file or -, not both") }
-        try printer.read(fd: 0, name: "standard input")
+        try printer.read(fd: 0, name: "standard input", follow: follow)
     } else {
         let path: String
         if let file = try args.value("file") {
             path = file
         } else {
-            let config = try ConfigLocation.load(explicit: try args.value("config"), required: true)
+            let config = try ConfigLocation.load(explicit: explicitConfig, required: true)
             guard let file = config.operations.logFile else {
                 throw CommandFailure("\(config.path ?? "the configuration") sets no log-file; pass --file PATH, or - to read "
                                      + "standard input (journalctl -u lookupd -o cat | lookupd log -)")
@@ -82,11 +109,13 @@ private func runLog(_ raw: [String]) throws -> Int32 {
             let fd = open(file, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else {
                 if file != path && errno == ENOENT { continue }  // rotated away meanwhile
+                if file == path && errno == ENOENT && follow { continue }  // not written yet: follow waits for it
                 throw CommandFailure("cannot read \(file): \(String(cString: strerror(errno)))")
             }
             defer { close(fd) }
             try printer.read(fd: fd, name: file)
         }
+        if follow { try printer.follow(path) }
     }
     printer.out.flush()
     return 0
@@ -96,14 +125,30 @@ private func runLog(_ raw: [String]) throws -> Int32 {
 struct LogFilter {
     var blockedOnly = false
     var caller: String? = nil
+    var callee: String? = nil
+    var callID: String? = nil
+    var verdict: String? = nil
     /// Unix time in seconds.
     var since: Double? = nil
+    var until: Double? = nil
+
+    init(blockedOnly: Bool = false, caller: String? = nil, callee: String? = nil, callID: String? = nil) {
+        self.blockedOnly = blockedOnly
+        self.caller = caller
+        self.callee = callee
+        self.callID = callID
+    }
 
     func accepts(_ record: LogRecord) -> Bool {
         if blockedOnly && record["verdict"] != "blocked" { return false }
+        if let verdict, record["verdict"] != verdict { return false }
         if let caller, record["caller"] != caller { return false }
-        if let since {
-            guard let time = record["time"].flatMap(LogTime.parse), time >= since else { return false }
+        if let callee, record["callee"] != callee { return false }
+        if let callID, record["call-id"] != callID { return false }
+        if since != nil || until != nil {
+            guard let time = record["time"].flatMap(LogTime.parse) else { return false }
+            if let since, time < since { return false }
+            if let until, time >= until { return false }
         }
         return true
     }
@@ -160,7 +205,9 @@ struct LogPrinter {
     let json: Bool
     var out = OutputBuffer(fd: 1)
 
-    mutating func read(fd: Int32, name: String) throws {
+    /// Reads `fd` to its end. `follow` (standard input): then waits for
+    /// more, printing each call as it comes.
+    mutating func read(fd: Int32, name: String, follow: Bool = false) throws {
         var pending: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
@@ -177,8 +224,56 @@ struct LogPrinter {
                 start = newline + 1
             }
             pending.removeFirst(start)
+            if follow { out.flush() }
         }
         if !pending.isEmpty { line(pending[...]) }
+    }
+
+    /// `--follow` on a log file: what is appended after the end already
+    /// read, polled every 200 ms, line by line as it is complete; when the
+    /// daemon rotates the file (another inode at `path`, or a shorter
+    /// file), the new one is read from its start. Runs until interrupted.
+    mutating func follow(_ path: String) throws {
+        out.flush()
+        var inode: ino_t = 0
+        var offset: off_t = 0
+        var st = stat()
+        if stat(path, &st) == 0 {
+            inode = st.st_ino
+            offset = st.st_size
+        }
+        var pending: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            if stat(path, &st) == 0 {
+                if st.st_ino != inode || st.st_size < offset {
+                    inode = st.st_ino
+                    offset = 0
+                    pending.removeAll()
+                }
+                if st.st_size > offset {
+                    let fd = open(path, O_RDONLY | O_CLOEXEC)
+                    if fd >= 0 {
+                        defer { close(fd) }
+                        while true {
+                            let n = chunk.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }
+                            if n < 0 && errno == EINTR { continue }
+                            guard n > 0 else { break }
+                            offset += off_t(n)
+                            pending.append(contentsOf: chunk[0..<n])
+                        }
+                        var start = 0
+                        while let newline = pending[start...].firstIndex(of: 0x0A) {
+                            line(pending[start..<newline])
+                            start = newline + 1
+                        }
+                        pending.removeFirst(start)
+                        out.flush()
+                    }
+                }
+            }
+            usleep(200_000)
+        }
     }
 
     private mutating func line(_ bytes: ArraySlice<UInt8>) {

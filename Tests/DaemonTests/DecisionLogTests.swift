@@ -129,6 +129,33 @@ final class DecisionLogTests: DaemonTestCase {
         XCTAssertGreaterThanOrEqual(dropped, calls - 16384 / 150, "lines lost to the full disk are counted as dropped\n\(stats.text)")
         XCTAssertLessThan(dropped, calls, "the first lines fitted")
         XCTAssertGreaterThan(stats["lookupd_log_file_errors_total"], 0, stats.text)
+    /// Issue 18: `lookupd log --follow --caller 8005550199` prints a blocked
+    /// call from +1 800 555 0199 as it happens, and nothing else.
+    func testFollowShowsCallsAsTheyHappenByNumberInAnyForm() throws {
+        let log = path("decisions.log")
+        let daemon = try startDaemon(["log-file = \(log)", "country-code = 1", "national-prefix = 1", "international-prefix = 011"])
+        XCTAssertEqual(try lookupd(["add", "+1 800 555 0199", "--block", "--label", "Robocall", "--config", daemon.configPath]).status, 0)
+        let follower = try ChildProcess(executable: LookupdBinary.path!,
+                                        arguments: ["log", "--follow", "--caller", "8005550199", "--config", daemon.configPath],
+                                        folder: folder, name: "log-follow")
+        defer { _ = follower.stop(grace: 1) }
+        usleep(500_000)
+        XCTAssertTrue(follower.isRunning, follower.stderr)
+        XCTAssertEqual(follower.stdout, "", "no call yet")
+        let udp = try UDPPeer()
+        let port = daemon.port
+        XCTAssertEqual(udp.exchange(invite(from: "<sip:\(Caller.fraud)@pbx.example>", port: port, callID: "other-1@pbx"), port: port)?.statusCode, 603)
+        XCTAssertTrue(eventually(timeout: 2) { (udp.exchange(invite(from: "<sip:+18005550199@pbx.example>", port: port, callID: "robo-1@pbx"),
+                                                             port: port)?.statusCode ?? 0) >= 600 }, "the journal change is in force")
+        XCTAssertTrue(eventually(timeout: 3) { follower.stdout.contains("call-id=robo-1@pbx") }, "printed as it happens: \(follower.stdout) \(follower.stderr)")
+        XCTAssertTrue(follower.stdout.contains("blocked    +18005550199 -> "), follower.stdout)
+        XCTAssertFalse(follower.stdout.contains("other-1@pbx"), "another caller's call is not shown")
+        XCTAssertTrue(follower.isRunning, "it goes on following")
+        // --until and --callee, --verdict and --id on what is there.
+        XCTAssertEqual(try lookupd(["log", "--file", log, "--until", "2000-01-01"]).stdout, "")
+        XCTAssertEqual(try lookupd(["log", "--file", log, "--id", "other-1@pbx"]).stdout.split(separator: "\n").count, 1)
+        XCTAssertEqual(try lookupd(["log", "--file", log, "--verdict", "identified"]).stdout, "")
+        XCTAssertEqual(try lookupd(["log", "--file", log, "--callee", "nobody"]).stdout, "")
     }
 
     func testJSONFormat() throws {
