@@ -7,6 +7,7 @@ _lookupd_options() {
         query)   echo "--config --directory --contacts --callee --verstat --at --json --country-code --national-prefix --international-prefix --national-number-length --help" ;;
         compile) echo "--output --format --on-duplicate --directory-version --max-errors --memory --config --number-column --label-column --action-column --action --no-header --skip-invalid --vanity --discard-changes --country-code --national-prefix --international-prefix --national-number-length --json --quiet --help" ;;
         check)   echo "--json --help" ;;
+        check-config) echo "--config --help" ;;
         inspect) echo "--json --config --help" ;;
         export)  echo "--base-only --output --help" ;;
         serve)   echo "--config --help" ;;
@@ -29,7 +30,7 @@ _lookupd() {
         words=("${COMP_WORDS[@]}")
         cword=$COMP_CWORD
     fi
-    local commands="query compile check inspect export serve reload stats add remove compact update log"
+    local commands="query compile check check-config inspect export serve reload stats add remove compact update log"
 
     if [ "$cword" -eq 1 ]; then
         COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))

@@ -188,6 +188,33 @@ public enum ConfigParser {
     }
 
     public static func parse(bytes: UnsafeRawBufferPointer, path: String) throws(Diagnostic) -> LookupdConfig {
+        let checked = check(bytes: bytes, path: path)
+        if let first = checked.errors.first { throw first }
+        return checked.config!
+    }
+
+    /// Every error of a configuration file at once (`lookupd check-config`):
+    /// each line is read even after one failed; the checks of the whole
+    /// file (numbering plan, screening, proxy) run when the lines were
+    /// sound. The configuration when there was no error.
+    public static func check(path: String) -> (config: LookupdConfig?, errors: [Diagnostic]) {
+        let bytes: [UInt8]
+        do { bytes = try readRegularFile(path, maxBytes: maxFileSize) } catch {
+            return (nil, [Diagnostic(file: path, line: 0, message: error.message)])
+        }
+        return bytes.withUnsafeBytes { check(bytes: $0, path: path) }
+    }
+
+    public static func check(bytes: UnsafeRawBufferPointer, path: String) -> (config: LookupdConfig?, errors: [Diagnostic]) {
+        var errors: [Diagnostic] = []
+        let result = Result { () throws(Diagnostic) in try parseLines(bytes: bytes, path: path, errors: &errors) }
+        switch result {
+        case .success(let config): return errors.isEmpty ? (config, []) : (nil, errors)
+        case .failure(let error): return (nil, errors + [error])
+        }
+    }
+
+    private static func parseLines(bytes: UnsafeRawBufferPointer, path: String, errors: inout [Diagnostic]) throws(Diagnostic) -> LookupdConfig {
         let folder = DirectoryConfigPath.folder(of: path)
         var state = State(folder: folder)
         state.config.path = path
@@ -204,7 +231,8 @@ public enum ConfigParser {
             let content = stripComment(line).trimmed
             if content.isEmpty { continue }
             guard let eq = content.firstIndex(of: "=") else {
-                throw Diagnostic(file: path, line: lineNumber, message: "expected 'key = value'")
+                errors.append(Diagnostic(file: path, line: lineNumber, message: "expected 'key = value'"))
+                continue
             }
             let key = String(content[..<eq]).trimmed
             var value = String(content[content.index(after: eq)...]).trimmed
@@ -212,18 +240,22 @@ public enum ConfigParser {
                 value = String(value.dropFirst().dropLast())
             }
             guard let spec = keys.first(where: { $0.name == key }) else {
-                throw Diagnostic(file: path, line: lineNumber, message: "unknown key '\(key)'" + suggestion(for: key))
+                errors.append(Diagnostic(file: path, line: lineNumber, message: "unknown key '\(key)'" + suggestion(for: key)))
+                continue
             }
             if !spec.repeatable, let earlier = seen[key] {
-                throw Diagnostic(file: path, line: lineNumber, message: "'\(key)' is already set on line \(earlier); it may appear once")
+                errors.append(Diagnostic(file: path, line: lineNumber, message: "'\(key)' is already set on line \(earlier); it may appear once"))
+                continue
             }
             seen[key] = lineNumber
             do {
                 try spec.apply(&state, value)
             } catch {
-                throw Diagnostic(file: path, line: lineNumber, message: "\(key): \(error.message)")
+                errors.append(Diagnostic(file: path, line: lineNumber, message: "\(key): \(error.message)"))
             }
         }
+        // The checks of the whole file would only repeat what a bad line already said.
+        guard errors.isEmpty else { return state.config }
         do {
             state.config.plan = try NumberingPlan(countryCode: state.countryCode, nationalPrefix: state.nationalPrefix,
                                                   internationalPrefix: state.internationalPrefix,

@@ -13,7 +13,7 @@ struct Command: Sendable {
     var run: @Sendable ([String]) throws -> Int32
 
     static var all: [Command] {
-        [queryCommand, compileCommand, checkCommand, inspectCommand, exportCommand, serveCommand, reloadCommand, statsCommand,
+        [queryCommand, compileCommand, checkCommand, checkConfigCommand, inspectCommand, exportCommand, serveCommand, reloadCommand, statsCommand,
          addCommand, removeCommand, compactCommand, updateCommand, logCommand]
     }
 }

@@ -1,0 +1,58 @@
+import Foundation
+import XCTest
+
+/// `lookupd check-config`: every error of a configuration at once, then
+/// every file it names, and what is in force when all is sound.
+final class CheckConfigTests: CLITestCase {
+    func testThreeMistakesAtOnce() throws {
+        let config = write("bad.conf", """
+        # three mistakes, each on its own line
+        directroy = main.lkd
+        listen = udp:nowhere
+        country-code = 86
+        workers = lots
+
+        """)
+        let r = try lookupd(["check-config", "--config", config])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertEqual(r.stdout, "")
+        XCTAssertEqual(r.stderr, """
+        \(config):2: unknown key 'directroy' (did you mean 'directory'?)
+        \(config):3: listen: expected udp:HOST:PORT or tcp:HOST:PORT (IPv6 in brackets)
+        \(config):5: workers: expected auto or a number from 1 to 256
+        lookupd: error: 3 errors in \(config)
+
+        """)
+        // serve and query still stop at the same first error.
+        XCTAssertTrue(try lookupd(["query", "--config", config, "+8613800138000"]).stderr.contains("\(config):2: unknown key 'directroy'"))
+    }
+
+    func testEveryNamedFileIsOpenedAndVerified() throws {
+        let good = try compileCSV("number,action,label\n+8613800138000,block,Fraud\n", to: "good.lkd")
+        var damaged = Array(FileManager.default.contents(atPath: good)!)
+        damaged[damaged.count - 20] ^= 0xFF
+        _ = write("damaged.lkd", Data(damaged))
+        let config = write("files.conf", """
+        directory = good.lkd name=good
+        directory = damaged.lkd name=damaged
+        directory = missing.lkd name=missing
+        listen = udp:127.0.0.1:5099
+
+        """)
+        var r = try lookupd(["check-config", "--config", config])
+        XCTAssertEqual(r.status, 1, r.stderr)
+        XCTAssertTrue(r.stderr.contains("lookupd: error: directory damaged: "), r.stderr)
+        XCTAssertTrue(r.stderr.contains("lookupd: error: directory missing: "), r.stderr)
+        XCTAssertTrue(r.stderr.contains("No such file or directory"), r.stderr)
+        XCTAssertFalse(r.stderr.contains("directory good:"), r.stderr)
+
+        let sound = write("sound.conf", "country-code = 86\ndirectory = good.lkd name=good\nlisten = udp:127.0.0.1:5099\nhttp-listen = 127.0.0.1:9180\n")
+        r = try lookupd(["check-config", "--config", sound])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(r.stdoutLines.first, "\(sound): ok")
+        XCTAssertTrue(r.stdoutLines.contains("listen: udp:127.0.0.1:5099"), r.stdout)
+        XCTAssertTrue(r.stdoutLines.contains("http-listen: 127.0.0.1:9180"), r.stdout)
+        XCTAssertTrue(r.stdoutLines.contains { $0.hasPrefix("directory good: ") && $0.hasSuffix("1 number, 0 prefix rules") }, r.stdout)
+        XCTAssertTrue(r.stdoutLines.contains { $0.hasPrefix("numbering plan: ") }, r.stdout)
+    }
+}
