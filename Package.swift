@@ -62,7 +62,7 @@ let package = Package(
         .target(name: "Loading", dependencies: ["Configuration", "Directory", "Screening", "SystemCalls", "TextFormats"]),
         // Request and serving set in, action out: the answering policy of both modes, with no
         // socket, no thread and no clock of its own (docs/ARCHITECTURE.md).
-        .target(name: "Answering", dependencies: ["Addresses", "SIP", "Screening", "Directory", "Configuration", "TextRules", "CIntrinsics"]),
+        .target(name: "Answering", dependencies: ["Addresses", "SIP", "Screening", "Directory", "Configuration", "TextFormats", "TextRules", "CIntrinsics"]),
         .target(name: "Daemon", dependencies: ["Answering", "Addresses", "SIP", "Screening", "Directory", "Configuration", "Loading", "SystemCalls", "TextFormats", "TextRules", "CIntrinsics", "FeedRecords"]),
         // FeedRecords: the feed record file format (STATE-DIRECTORY/feeds/NAME.state), read by
         // the daemon's stats too (no Foundation; files through SystemCalls).

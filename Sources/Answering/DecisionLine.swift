@@ -1,5 +1,6 @@
 import Configuration
 import Screening
+import TextFormats
 import TextRules
 
 /// Builds one decision-log line in the configured format: ` key=value`
@@ -122,37 +123,7 @@ public struct DecisionLine {
     }
 
     public static func appendJSONEscaped(_ value: UnsafeRawBufferPointer, to bytes: inout [UInt8]) {
-        var i = 0
-        while i < value.count {
-            let c = value[i]
-            switch c {
-            case 0x22, 0x5C: bytes.append(0x5C); bytes.append(c)
-            case 0x0A: bytes.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-            case 0x0D: bytes.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-            case 0x09: bytes.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-            case 0..<0x20, 0x7F: appendHex(c, prefix: Array("\\u00".utf8), to: &bytes)
-            case 0x80...:
-                // JSON must be UTF-8: a byte that does not start a valid sequence
-                // (SIP headers may carry anything) becomes U+FFFD.
-                let length = UTF8Rules.sequenceLength(value, at: i)
-                if length == 0 {
-                    bytes.append(contentsOf: [0xEF, 0xBF, 0xBD])
-                } else {
-                    let scalar = UTF8Rules.scalar(value, at: i, length: length)
-                    if isUnsafe(scalar) {
-                        // \uXXXX: every one of these is in the Basic Multilingual Plane.
-                        let hex = String(scalar, radix: 16)
-                        bytes.append(contentsOf: Array(("\\u" + String(repeating: "0", count: 4 - hex.count) + hex).utf8))
-                    } else {
-                        bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: value[i..<(i + length)]))
-                    }
-                    i += length
-                    continue
-                }
-            default: bytes.append(c)
-            }
-            i += 1
-        }
+        JSONWriter.appendEscaped(value, to: &bytes, escapingMarkup: false)
     }
 
     private static func appendHex(_ c: UInt8, prefix: [UInt8], to bytes: inout [UInt8]) {

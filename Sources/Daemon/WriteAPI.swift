@@ -5,6 +5,7 @@ import Glibc
 import Loading
 import SystemCalls
 import TextFormats
+import TextRules
 
 /// The write API on `http-listen` (`http-write-token-file`): what the PBX
 /// calls to block or allow a number without a shell on this host.

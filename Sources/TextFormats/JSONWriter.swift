@@ -1,3 +1,5 @@
+import TextRules
+
 /// JSON text (RFC 8259) built front to back, commas placed by the writer:
 /// every JSON document lookupd writes (the status document, `/lookup.json`,
 /// the write API, `lookupd ... --json`) comes out of here.
@@ -88,11 +90,18 @@ public struct JSONWriter {
         bytes.append(0x22)
     }
 
-    /// `value` as the inside of a JSON string.
-    public static func appendEscaped(_ value: UnsafeRawBufferPointer, to bytes: inout [UInt8]) {
+    /// `value` as the inside of a JSON string: invalid UTF-8 as U+FFFD
+    /// (SIP headers may carry anything); control characters, line and
+    /// paragraph separators and bidirectional controls as \u escapes (no
+    /// display name can reorder or break what a reader sees); and with
+    /// `escapingMarkup` `<`, `>` and `&` too, so the text stays inert even in
+    /// a client that mistakes the document for HTML (the decision log leaves
+    /// them as they are: its lines are read as text).
+    public static func appendEscaped(_ value: UnsafeRawBufferPointer, to bytes: inout [UInt8], escapingMarkup: Bool = true) {
         let hex: StaticString = "0123456789abcdef"
-        func escape(_ c: UInt8) {
-            bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex.utf8Start[Int(c >> 4)], hex.utf8Start[Int(c & 15)]])
+        func escape(_ scalar: UInt32) {
+            bytes.append(contentsOf: [0x5C, UInt8(ascii: "u")])
+            for shift in stride(from: 12, through: 0, by: -4) { bytes.append(hex.utf8Start[Int(scalar >> UInt32(shift) & 15)]) }
         }
         var i = 0
         while i < value.count {
@@ -102,13 +111,20 @@ public struct JSONWriter {
             case 0x0A: bytes.append(contentsOf: [0x5C, UInt8(ascii: "n")])
             case 0x0D: bytes.append(contentsOf: [0x5C, UInt8(ascii: "r")])
             case 0x09: bytes.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-            case 0..<0x20, 0x7F, 0x3C, 0x3E, 0x26: escape(c)
+            case 0..<0x20, 0x7F: escape(UInt32(c))
+            case 0x3C, 0x3E, 0x26 where escapingMarkup: escape(UInt32(c))
             case 0x80...:
-                let length = utf8Length(value, at: i)
+                let length = UTF8Rules.sequenceLength(value, at: i)
                 if length == 0 {
                     bytes.append(contentsOf: [0xEF, 0xBF, 0xBD])
                 } else {
-                    bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: value[i..<(i + length)]))
+                    let scalar = UTF8Rules.scalar(value, at: i, length: length)
+                    if isUnsafe(scalar) {
+                        // Every one of these is in the Basic Multilingual Plane: one \uXXXX.
+                        escape(scalar)
+                    } else {
+                        bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: value[i..<(i + length)]))
+                    }
                     i += length
                     continue
                 }
@@ -118,23 +134,8 @@ public struct JSONWriter {
         }
     }
 
-    /// The length of the valid UTF-8 sequence at `i`, 0 when none starts there.
-    static func utf8Length(_ v: UnsafeRawBufferPointer, at i: Int) -> Int {
-        let c = v[i]
-        let length: Int
-        switch c {
-        case 0xC2...0xDF: length = 2
-        case 0xE0...0xEF: length = 3
-        case 0xF0...0xF4: length = 4
-        default: return 0
-        }
-        guard i + length <= v.count else { return 0 }
-        for k in 1..<length where v[i + k] & 0xC0 != 0x80 { return 0 }
-        let second = v[i + 1]
-        if c == 0xE0 && second < 0xA0 { return 0 }   // overlong
-        if c == 0xED && second > 0x9F { return 0 }   // surrogates
-        if c == 0xF0 && second < 0x90 { return 0 }   // overlong
-        if c == 0xF4 && second > 0x8F { return 0 }   // above U+10FFFF
-        return length
+    private static func isUnsafe(_ scalar: UInt32) -> Bool {
+        UnsafeCharacters.isControl(scalar) || UnsafeCharacters.isSeparator(scalar) || UnsafeCharacters.isBidiControl(scalar)
+            || UnsafeCharacters.isBidiMark(scalar)
     }
 }

@@ -218,15 +218,20 @@ struct LogPrinter {
             }
             if n == 0 { break }
             pending.append(contentsOf: chunk[0..<n])
-            var start = 0
-            while let newline = pending[start...].firstIndex(of: 0x0A) {
-                line(pending[start..<newline])
-                start = newline + 1
-            }
-            pending.removeFirst(start)
+            printCompleteLines(&pending)
             if follow { out.flush() }
         }
         if !pending.isEmpty { line(pending[...]) }
+    }
+
+    /// Prints every complete line of `pending` and keeps the incomplete rest.
+    private mutating func printCompleteLines(_ pending: inout [UInt8]) {
+        var start = 0
+        while let newline = pending[start...].firstIndex(of: 0x0A) {
+            line(pending[start..<newline])
+            start = newline + 1
+        }
+        pending.removeFirst(start)
     }
 
     /// `--follow` on a log file: what is appended after the end already
@@ -262,12 +267,7 @@ struct LogPrinter {
                             offset += off_t(n)
                             pending.append(contentsOf: chunk[0..<n])
                         }
-                        var start = 0
-                        while let newline = pending[start...].firstIndex(of: 0x0A) {
-                            line(pending[start..<newline])
-                            start = newline + 1
-                        }
-                        pending.removeFirst(start)
+                        printCompleteLines(&pending)
                         out.flush()
                     }
                 }

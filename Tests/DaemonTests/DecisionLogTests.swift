@@ -129,6 +129,8 @@ final class DecisionLogTests: DaemonTestCase {
         XCTAssertGreaterThanOrEqual(dropped, calls - 16384 / 150, "lines lost to the full disk are counted as dropped\n\(stats.text)")
         XCTAssertLessThan(dropped, calls, "the first lines fitted")
         XCTAssertGreaterThan(stats["lookupd_log_file_errors_total"], 0, stats.text)
+    }
+
     /// Issue 18: `lookupd log --follow --caller 8005550199` prints a blocked
     /// call from +1 800 555 0199 as it happens, and nothing else.
     func testFollowShowsCallsAsTheyHappenByNumberInAnyForm() throws {
