@@ -100,6 +100,8 @@ final class ConfigurationTests: XCTestCase {
         http-listen = [::1]:9180
         http-allow-from = 127.0.0.1, ::1
         http-max-connections = 32
+        http-write-token-file = write.token
+        http-write-allow-from = 192.0.2.10, 2001:db8::/32
         log-format = json
         log-file = log/decisions.log
         log-file-max-size = 64K
@@ -135,6 +137,8 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(c.operations.httpListen?.description, "tcp:[::1]:9180")
         XCTAssertEqual(c.operations.httpAllowFrom?.map(\.description), ["127.0.0.1/32", "::1/128"])
         XCTAssertEqual(c.operations.httpMaxConnections, 32)
+        XCTAssertEqual(c.operations.httpWriteTokenFile, "/etc/lookupd/write.token")
+        XCTAssertEqual(c.operations.httpWriteAllowFrom?.map(\.description), ["192.0.2.10/32", "2001:db8::/32"])
         XCTAssertEqual(c.operations.logFormat, .json)
         XCTAssertEqual(c.operations.logFile, "/etc/lookupd/log/decisions.log")
         XCTAssertEqual(c.operations.logFileMaxSize, 65536)

@@ -117,7 +117,7 @@ final class OverlayTests: XCTestCase {
         config.directories = [DirectoryConfig(path: path, name: "t")]
         let loaded = try ScreeningLoader.load(config, verify: true)
         XCTAssertEqual(loaded.warnings.count, 1)
-        XCTAssertTrue(loaded.warnings[0].description.hasPrefix("\(journal): torn last record ignored: 6 bytes at offset 80"), "\(loaded.warnings)")
+        XCTAssertTrue(loaded.warnings[0].description.hasPrefix("\(journal): torn last record ignored: 6 bytes at offset 88"), "\(loaded.warnings)")
         XCTAssertEqual(loaded.set.decide(identity: "+8613900000001").verdict, .blocked)
     }
 }
