@@ -92,8 +92,8 @@ final class JournalCommandTests: CLITestCase {
         XCTAssertEqual((o["errors"] as? [[String: Any]])?.first?["line"] as? Int, 3)
         r = try lookupd(["compile", "--json", "--skip-invalid", source, "-o", file("more.lkd")])
         XCTAssertEqual(r.status, 0, r.stderr)
-        o = object(r, keys: ["output", "written", "numbers", "prefix_rules", "lines", "blocking", "identified", "labels", "seconds", "shapes",
-                             "skipped_lines", "rows_without_number", "duplicates_merged", "extensions_dropped", "vanity_numbers",
+        o = object(r, keys: ["output", "written", "numbers", "prefix_rules", "lines", "blocking", "identified", "labels", "seconds", "sort_runs",
+                             "temporary_bytes", "shapes", "skipped_lines", "rows_without_number", "duplicates_merged", "extensions_dropped", "vanity_numbers",
                              "warning_count", "warnings", "journal_changes"])
         XCTAssertEqual(o["numbers"] as? Int, 1)
         XCTAssertEqual(o["warning_count"] as? Int, 1)
