@@ -121,3 +121,21 @@ final class OverlayTests: XCTestCase {
         XCTAssertEqual(loaded.set.decide(identity: "+8613900000001").verdict, .blocked)
     }
 }
+
+extension OverlayTests {
+    /// A journal begun after the old one was moved aside (issue 23) applies whole through
+    /// the loader `lookupd query` and the daemon use: the directory's merged-through marker
+    /// belongs to the old journal's id.
+    func testANewJournalAfterTheOldOneWasMovedAsideApplies() throws {
+        try compileDirectory("number,action,label\n+8613800138000,block,Fraud\n", named: "m.lkd", in: folder)
+        let path = folder.file("m.lkd")
+        for i in 1...3 { _ = try DirectoryUpdates.add(pattern("+861390000000\(i)"), blocked: true, label: nil, directory: path) }
+        _ = try DirectoryUpdates.compact(directory: path)
+        let journal = JournalFormat.path(forDirectory: path)
+        XCTAssertEqual(rename(journal, journal + ".old"), 0)
+        _ = try DirectoryUpdates.add(pattern("+8613900000009"), blocked: false, label: Array("After".utf8), directory: path)
+        let set = try load(path)
+        XCTAssertEqual(summary(set, "+8613900000009"), "identified | After | +8613900000009 | #1")
+        XCTAssertEqual(summary(set, "+8613900000002"), "blocked | - | +8613900000002 | -")
+    }
+}
