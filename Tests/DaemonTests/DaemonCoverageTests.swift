@@ -114,6 +114,28 @@ final class ViaSentByProxyTests: IntegrationTestCase {
     }
 }
 
+/// Proxy mode screens initial INVITEs only: a re-INVITE (To tag) inside a call already
+/// answered goes on to the PBX untouched, even from a blocked caller, and gets no label.
+final class ProxyInDialogTests: IntegrationTestCase {
+    func testReInvitesAreForwardedNotScreened() throws {
+        let pbx = try UDPPeer(ip: "127.0.0.1")
+        let port = freeLoopbackPort()
+        try startNode("proxy", port: port, extra: ["mode = proxy", "upstream = 127.0.0.1:\(pbx.port);transport=udp"])
+        let trunk = try UDPPeer(ip: "127.0.0.1")
+        for caller in [Caller.fraud, Caller.unicom] {
+            trunk.send(request("INVITE", port: port, from: "<sip:\(caller)@pbx.example>", toTag: "dialog-\(caller)"), to: port)
+            guard let forwarded = pbx.receive(timeout: 3).map({ String(decoding: $0, as: UTF8.self) }) else {
+                XCTFail("the re-INVITE from \(caller) was not forwarded: \(trunk.receive(timeout: 0.2).map { String(decoding: $0, as: UTF8.self) } ?? "no answer either")")
+                continue
+            }
+            XCTAssertTrue(forwarded.hasPrefix("INVITE sip:13000000000@127.0.0.1:\(port) SIP/2.0\r\n"), forwarded)
+            XCTAssertTrue(forwarded.contains("From: <sip:\(caller)@pbx.example>;tag="), "the From is not relabelled: \(forwarded)")
+            XCTAssertFalse(forwarded.contains("X-Caller-Label"), forwarded)
+            XCTAssertNil(trunk.receive(timeout: 0.3), "no answer from lookupd itself")
+        }
+    }
+}
+
 /// Two labelled directories through the daemon: a number is blocked if any directory
 /// blocks it, its label comes from the highest-priority directory that has one for it,
 /// the answer is the block-response of the directory that decided, and the priority order
@@ -212,5 +234,48 @@ final class JournalLabelTrafficTests: DaemonTestCase {
         XCTAssertTrue(next.stderr.contains("cut off a torn record"), next.stderr)
         XCTAssertTrue(eventually(timeout: 2) { answer("+8613000000012")?.statusLine == "603 Decline" })
         XCTAssertNil(answer(Caller.unknown)?.header("X-Caller-Label"))
+    }
+}
+
+/// "+86 010 ..." (the national trunk 0 kept after the country code, as some PBXs write it)
+/// is the number without it, through the daemon: one unit test pinned this before.
+final class TrunkPrefixTrafficTests: DaemonTestCase {
+    func testATrunkZeroAfterTheCountryCodeIsDropped() throws {
+        let daemon = try startDaemon()
+        let peer = try UDPPeer()
+        for written in ["+8601059000000", "+86-010-5900-0000", "tel:+86%20010%2059000000"] {
+            let from = written.hasPrefix("tel:") ? "<\(written)>" : "<sip:\(written)@pbx.example;user=phone>"
+            let answer = peer.exchange(invite(from: from, port: daemon.port), port: daemon.port)
+            XCTAssertEqual(answer?.statusLine, "302 Moved Temporarily", written)
+            XCTAssertEqual(answer?.header("X-Caller-Label"), "\"Beijing Municipal Hospital\"", written)
+        }
+    }
+}
+
+/// Control characters in the caller's own text (a percent-encoded CR LF in the user parts,
+/// a quoted-pair in the display name) are written as \xHH in the decision log: a line break
+/// there would let a caller forge log lines.
+final class DecisionLogControlCharacterTests: DaemonTestCase {
+    func testControlCharactersAreEscapedInLogLines() throws {
+        let log = path("decisions.log")
+        let daemon = try startDaemon(["log-file = \(log)", "log-level = debug", "invalid-callers = block"])
+        let udp = try UDPPeer()
+        let port = daemon.port
+        let messages = [
+            invite(from: "<sip:evil%0D%0Acall%20time=forged@pbx.example>", to: "1001", port: port, callID: "ctl-1@pbx"),
+            invite(from: "\"Evil\\\u{0B}Name\" <sip:\(Caller.fraud)@pbx.example>", to: "1002%0D%0Aforged", port: port, callID: "ctl-2@pbx"),
+        ]
+        for message in messages { XCTAssertNotNil(udp.exchange(message, port: port)) }
+        XCTAssertTrue(eventually(timeout: 5) { readText(log).split(separator: "\n").count >= 2 }, readText(log))
+        let lines = readText(log).split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+        XCTAssertEqual(lines.count, 2, readText(log))
+        for line in lines {
+            XCTAssertTrue(line.hasPrefix("call time="), "a forged line: \(line.debugDescription)")
+            XCTAssertFalse(line.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }, "a raw control character: \(line.debugDescription)")
+        }
+        XCTAssertTrue(eventually(timeout: 2) { daemon.stderr.contains("call-id=ctl-2@pbx") })
+        for line in daemon.stderr.split(separator: "\n") where line.contains("ctl-") {
+            XCTAssertTrue(line.hasPrefix("<"), "every stderr line has its priority: \(line.debugDescription)")
+        }
     }
 }

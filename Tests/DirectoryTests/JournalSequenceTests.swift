@@ -101,3 +101,19 @@ extension JournalTests {
         }
     }
 }
+
+extension JournalTests {
+    /// After the crash between renaming the compacted file in and emptying the journal,
+    /// the last merged record is the file's, not the journal's: `lookupd query` must not name
+    /// it as journal record #2 (nor the call log as record=2).
+    func testTheLastMergedRecordBelongsToTheFile() throws {
+        let path = try directory(["+8613800138000,block,Fraud"])
+        _ = try DirectoryUpdates.remove(p("+8613800138000"), directory: path)
+        _ = try DirectoryUpdates.add(p("+8613900000001"), blocked: true, label: Array("Spam".utf8), directory: path)
+        let journalBefore = journalBytes
+        XCTAssertEqual(try DirectoryUpdates.compact(directory: path).throughSequence, 2)
+        folder.write("main.lkd.journal", journalBefore)
+        XCTAssertEqual(try stored("+8613900000001", in: path), "block Spam", "merged: no journal record number")
+        XCTAssertEqual(try stored("+8613800138000", in: path), "-")
+    }
+}
