@@ -96,11 +96,7 @@ final class WriterFailureTests: XCTestCase {
         let path = folder.file("main.lkd")
         try DirectoryWriter.write(content(3), to: path)
         _ = try DirectoryUpdates.add(.exact(PhoneNumber(value: 8613900000000)!), blocked: true, label: nil, directory: path)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/true")
-        try process.run()
-        process.waitUntilExit()
-        let stale = ".main.lkd.lookupd-tmp.\(process.processIdentifier).beef"
+        let stale = ".main.lkd.lookupd-tmp.\(try deadProcessID()).beef"
         folder.write(stale, [UInt8](repeating: 0, count: 4096))
         _ = try DirectoryUpdates.compact(directory: path)
         XCTAssertEqual(names(), ["main.lkd", "main.lkd.journal"])

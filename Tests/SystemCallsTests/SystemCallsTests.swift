@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import SystemCalls
+import TestSupport
 import XCTest
 
 /// The system-call layer on real files: readRegularFile's refusals (FIFO, device, too large,
@@ -176,7 +177,7 @@ final class SystemCallsTests: XCTestCase {
     /// removes it once that PID is gone, and leaves a live writer's alone.
     func testStaleTemporariesOfDeadWritersAreRemoved() throws {
         let path = write("main.lkd", "old")
-        let dead = deadPID()
+        let dead = try deadPID()
         let stale = ".main.lkd.lookupd-tmp.\(dead).1a2b"
         let live = ".main.lkd.lookupd-tmp.1.ffff"  // PID 1 is always alive
         let other = ".other.lkd.lookupd-tmp.\(dead).1a2b"
@@ -187,13 +188,10 @@ final class SystemCallsTests: XCTestCase {
     }
 
     /// A PID no process has: a child that has exited and been reaped.
-    func deadPID() -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/true")
-        try! process.run()
-        process.waitUntilExit()
-        XCTAssertFalse(FileSystem.isProcessAlive(process.processIdentifier))
-        return process.processIdentifier
+    func deadPID() throws -> Int32 {
+        let pid = try deadProcessID()
+        XCTAssertFalse(FileSystem.isProcessAlive(pid))
+        return pid
     }
 
     func currentUmask() -> mode_t {

@@ -210,3 +210,18 @@ public func runCommand(_ executable: String, _ arguments: [String], folder: Stri
 /// The guardian that sweeps the test's process groups when it ends (0 before
 /// the first child).
 public var childGuardianPID: Int32 { lookupd_test_guardian() }
+
+/// The PID of a child that has exited and been reaped: no process has it now (until the
+/// kernel hands it out again, which takes a whole cycle of the PID space).
+public func deadProcessID() throws -> Int32 {
+    let child = try ChildProcess(executable: "/bin/true", arguments: [], folder: FileManager.default.temporaryDirectory.path, name: "true")
+    defer {
+        try? FileManager.default.removeItem(atPath: child.stdoutPath)
+        try? FileManager.default.removeItem(atPath: child.stderrPath)
+    }
+    guard child.wait(timeout: 30) else {
+        child.stop(grace: 1)
+        throw TestSupportError.failed("/bin/true did not exit within 30 s")
+    }
+    return child.pid
+}
