@@ -141,24 +141,6 @@ final class ProxyInDialogTests: IntegrationTestCase {
 /// the answer is the block-response of the directory that decided, and the priority order
 /// is the order of the `directory =` lines.
 final class DirectoryPriorityTrafficTests: DaemonTestCase {
-    static let high = """
-    number,action,label
-    +8613800000001,identify,Bank A
-    +8613800000002,block,
-    +8613800000003,identify,Shop A
-    +8613800000005,block,Spam A
-
-    """
-    static let low = """
-    number,action,label
-    +8613800000001,block,Spam B
-    +8613800000002,identify,Debt Collector B
-    +8613800000003,identify,Shop B
-    +8613800000004,identify,Only B
-    +8613800000005,block,Spam B
-
-    """
-
     func answers(_ daemon: LookupdDaemon) throws -> [String: String] {
         let peer = try UDPPeer()
         var out: [String: String] = [:]
@@ -171,8 +153,10 @@ final class DirectoryPriorityTrafficTests: DaemonTestCase {
     }
 
     func testLabelsAndBlocksInPriorityOrder() throws {
-        try compile(Self.high, to: "high.lkd")
-        try compile(Self.low, to: "low.lkd")
+        // The two directories ScreeningSetTests decides over in-process.
+        let fixtures = fixturesDirectory.appendingPathComponent("priority")
+        try compile(try String(contentsOf: fixtures.appendingPathComponent("high.csv"), encoding: .utf8), to: "high.lkd")
+        try compile(try String(contentsOf: fixtures.appendingPathComponent("low.csv"), encoding: .utf8), to: "low.lkd")
         let daemon = try startDaemon(directories: ["high.lkd name=high", "low.lkd name=low block-response=607"], contacts: [])
         XCTAssertEqual(try answers(daemon), [
             "+8613800000001": "607 Unwanted | \"Bank A\"",              // low blocks, high's label; low decided

@@ -22,27 +22,14 @@ final class ScreeningSetTests: XCTestCase {
         ].joined(separator: " | ")
     }
 
+    /// Tests/Fixtures/priority: two directories that disagree (DaemonTests' priority test
+    /// serves the same two through the daemon).
     func twoDirectories() throws -> ScreeningSet {
-        let high = try compileDirectory("""
-        number,action,label
-        +8613800000001,identify,Bank A
-        +8613800000002,block,
-        +8613800000003,identify,Shop A
-        +8613800000005,block,Spam A
-        +86170*,identify,Virtual Operator
-        +8613800000007,identify,Courier A
-        """, named: "high.lkd", in: folder)
-        let low = try compileDirectory("""
-        number,action,label
-        +8613800000001,block,Spam B
-        +8613800000002,identify,Debt Collector B
-        +8613800000003,identify,Shop B
-        +8613800000004,identify,Only B
-        +8613800000005,block,Spam B
-        +8617012345678,block,
-        +8613800000006,block,
-        +861380000000*,identify,Range B
-        """, named: "low.lkd", in: folder)
+        let fixtures = fixturesDirectory.appendingPathComponent("priority")
+        let high = try compileDirectory(try String(contentsOf: fixtures.appendingPathComponent("high.csv"), encoding: .utf8),
+                                        named: "high.lkd", in: folder)
+        let low = try compileDirectory(try String(contentsOf: fixtures.appendingPathComponent("low.csv"), encoding: .utf8),
+                                       named: "low.lkd", in: folder)
         return ScreeningSet(normalizer: NumberNormalizer(), contacts: [],
                             directories: [ScreeningDirectory(name: "high", file: high), ScreeningDirectory(name: "low", file: low)])
     }
