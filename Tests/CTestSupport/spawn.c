@@ -193,9 +193,16 @@ void lookupd_test_await_exit(pid_t pid, int milliseconds) {
     close(fd);
 }
 
-void lookupd_test_release_group(pid_t pid) {
+int lookupd_test_reap(pid_t pid, int *status) {
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0) return -errno;
+    if (info.si_pid != pid) return 0;
     kill(-pid, SIGKILL);
     tell_guardian('-', pid);
+    pid_t reaped;
+    do reaped = waitpid(pid, status, 0); while (reaped < 0 && errno == EINTR);
+    return reaped == pid ? 1 : -errno;
 }
 
 pid_t lookupd_test_guardian(void) {

@@ -82,13 +82,15 @@ public final class ChildProcess: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         if let waitStatus { return waitStatus }
-        var status: Int32 = 0
-        let result = waitpid(pid, &status, WNOHANG)
-        guard result == pid else { return nil }
-        waitStatus = status
         // Whatever the program left behind in its group goes with it.
-        lookupd_test_release_group(pid)
-        return status
+        var status: Int32 = 0
+        switch lookupd_test_reap(pid, &status) {
+        case 1: waitStatus = status
+        // Reaped by someone else (nothing here does that): gone, status unknown; reported as 127.
+        case -ECHILD: waitStatus = 127 << 8
+        default: return nil
+        }
+        return waitStatus
     }
 
     /// Waits for the exit; true if it happened within `timeout` seconds.

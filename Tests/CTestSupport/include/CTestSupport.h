@@ -27,9 +27,11 @@ pid_t lookupd_test_spawn(const lookupd_test_spawn_request *request);
 /// have passed, whichever comes first; the caller reaps with waitpid.
 void lookupd_test_await_exit(pid_t pid, int milliseconds);
 
-/// Kills what is left of the group of a reaped child and tells the guardian
-/// the group is gone.
-void lookupd_test_release_group(pid_t pid);
+/// If `pid` has exited: kills what is left of its process group while its pid
+/// is still reserved (a zombie's pid cannot be reused), tells the guardian the
+/// group is gone, reaps it and returns 1 with the wait status in *status.
+/// 0 while it runs, -errno on error.
+int lookupd_test_reap(pid_t pid, int *status);
 
 /// The guardian's pid (0 before the first spawn): for the test that checks it.
 pid_t lookupd_test_guardian(void);
