@@ -91,15 +91,23 @@ final class ViaSentByTests: DaemonTestCase {
     }
 }
 
+extension IntegrationTestCase {
+    /// lookupd in proxy mode in front of a plain UDP socket playing the PBX (so a test sees
+    /// exactly what is forwarded), and a socket playing the trunk.
+    func startProxyBeforeARawPBX() throws -> (pbx: UDPPeer, port: UInt16, trunk: UDPPeer) {
+        let pbx = try UDPPeer(ip: "127.0.0.1")
+        let port = freeLoopbackPort()
+        try startNode("proxy", port: port, extra: ["mode = proxy", "upstream = 127.0.0.1:\(pbx.port);transport=udp"])
+        return (pbx, port, try UDPPeer(ip: "127.0.0.1"))
+    }
+}
+
 /// The proxy-mode side of ViaSentByTests.
 final class ViaSentByProxyTests: IntegrationTestCase {
     /// In proxy mode the same rule marks the caller's Via in the forwarded request (under
     /// lookupd's own), so the PBX's answer finds its way back.
     func testForwardedRequestsMarkTheCallersVia() throws {
-        let pbx = try UDPPeer(ip: "127.0.0.1")
-        let port = freeLoopbackPort()
-        try startNode("proxy", port: port, extra: ["mode = proxy", "upstream = 127.0.0.1:\(pbx.port);transport=udp"])
-        let trunk = try UDPPeer(ip: "127.0.0.1")
+        let (pbx, port, trunk) = try startProxyBeforeARawPBX()
         for (via, answered) in ViaSentByTests.cases {
             trunk.send(ViaSentByTests.invite(via: via, port: port), to: port)
             guard let forwarded = pbx.receive(timeout: 3).map({ String(decoding: $0, as: UTF8.self) }) else {
@@ -118,10 +126,7 @@ final class ViaSentByProxyTests: IntegrationTestCase {
 /// answered goes on to the PBX untouched, even from a blocked caller, and gets no label.
 final class ProxyInDialogTests: IntegrationTestCase {
     func testReInvitesAreForwardedNotScreened() throws {
-        let pbx = try UDPPeer(ip: "127.0.0.1")
-        let port = freeLoopbackPort()
-        try startNode("proxy", port: port, extra: ["mode = proxy", "upstream = 127.0.0.1:\(pbx.port);transport=udp"])
-        let trunk = try UDPPeer(ip: "127.0.0.1")
+        let (pbx, port, trunk) = try startProxyBeforeARawPBX()
         for caller in [Caller.fraud, Caller.unicom] {
             trunk.send(request("INVITE", port: port, from: "<sip:\(caller)@pbx.example>", toTag: "dialog-\(caller)"), to: port)
             guard let forwarded = pbx.receive(timeout: 3).map({ String(decoding: $0, as: UTF8.self) }) else {
