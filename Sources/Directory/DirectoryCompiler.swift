@@ -996,16 +996,16 @@ public final class DirectoryCompiler {
         printable(String(decoding: bytes, as: UTF8.self))
     }
 
-    static func printable(_ text: String) -> String {
+    public static func printable(_ text: String, limit: Int = 60) -> String {
         var out = ""
-        for scalar in text.unicodeScalars.prefix(60) {
+        for scalar in text.unicodeScalars.prefix(limit) {
             if scalar.value < 0x20 || scalar.value == 0x7F {
                 out += "\\u{\(String(scalar.value, radix: 16))}"
             } else {
                 out.unicodeScalars.append(scalar)
             }
         }
-        if text.unicodeScalars.count > 60 { out += "..." }
+        if text.unicodeScalars.count > limit { out += "..." }
         return out
     }
 }

@@ -35,6 +35,8 @@ public enum LabelReference: Equatable, Sendable {
     case directory(index: Int, label: UInt32)
     case contact(list: Int, name: Int32)
     case journal(index: Int, label: UInt32)
+    /// The label of a directory's replicated entry for this key.
+    case replicated(index: Int, key: UInt64)
     case calleeContact(list: Int, name: Int32)
     case policy(PolicyRule)
 }
@@ -58,6 +60,9 @@ public struct Decision: Equatable, Sendable {
     /// The journal record behind `match`, when the entry comes from the
     /// directory's journal rather than its file (`lookupd add`).
     public var journalRecord: UInt64?
+    /// The etcd revision behind `match`, when the entry comes from the
+    /// directory's replicated layer (docs/CLUSTER.md).
+    public var replicatedRevision: UInt64?
     /// The caller policy that decided or changed the outcome.
     public var policy: PolicyRule?
     /// A directory that knows the number but was outside its `active=`
@@ -72,8 +77,8 @@ public struct Decision: Equatable, Sendable {
 
     public init(verdict: Verdict, number: PhoneNumber? = nil, label: LabelReference? = nil,
                 source: DecisionSource? = nil, match: NumberPattern? = nil, invalidReason: InvalidNumber? = nil,
-                journalRecord: UInt64? = nil, policy: PolicyRule? = nil, inactiveDirectory: Int? = nil,
-                damagedDirectory: Int? = nil) {
+                journalRecord: UInt64? = nil, replicatedRevision: UInt64? = nil, policy: PolicyRule? = nil,
+                inactiveDirectory: Int? = nil, damagedDirectory: Int? = nil) {
         self.verdict = verdict
         self.number = number
         self.label = label
@@ -81,6 +86,7 @@ public struct Decision: Equatable, Sendable {
         self.match = match
         self.invalidReason = invalidReason
         self.journalRecord = journalRecord
+        self.replicatedRevision = replicatedRevision
         self.policy = policy
         self.inactiveDirectory = inactiveDirectory
         self.damagedDirectory = damagedDirectory

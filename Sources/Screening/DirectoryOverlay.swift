@@ -121,55 +121,92 @@ struct DirectoryHit {
     var match: NumberPattern
     /// The journal record that decided; nil for the file's own entry.
     var record: UInt64?
+    /// The etcd revision of the replicated change that decided.
+    var revision: UInt64?
 }
 
 /// A directory in the screening chain: its file, the journal records on
-/// top, and when it is in force.
+/// top, the replicated layer (changes from etcd, docs/CLUSTER.md) above
+/// both, and when it is in force.
 public struct ScreeningDirectory: Sendable {
     public let name: String
     public let file: DirectoryFile
     public let overlay: DirectoryOverlay
+    /// Empty unless the directory is replicated.
+    public let replicated: ReplicaState
     /// nil: always in force.
     public let active: ActiveWindows?
 
-    public init(name: String, file: DirectoryFile, overlay: DirectoryOverlay = .empty, active: ActiveWindows? = nil) {
+    public init(name: String, file: DirectoryFile, overlay: DirectoryOverlay = .empty, replicated: ReplicaState = ReplicaState(),
+                active: ActiveWindows? = nil) {
         self.name = name
         self.file = file
         self.overlay = overlay
+        self.replicated = replicated
         self.active = active
     }
 
     /// The same directory with another file or overlay (journal updates,
     /// compaction).
     public func with(file: DirectoryFile? = nil, overlay: DirectoryOverlay) -> ScreeningDirectory {
-        ScreeningDirectory(name: name, file: file ?? self.file, overlay: overlay, active: active)
+        ScreeningDirectory(name: name, file: file ?? self.file, overlay: overlay, replicated: replicated, active: active)
     }
 
+    /// The same directory with another replicated layer.
+    public func with(replicated: ReplicaState) -> ScreeningDirectory {
+        ScreeningDirectory(name: name, file: file, overlay: overlay, replicated: replicated, active: active)
+    }
+
+    /// Precedence, for a number or prefix rule: the replicated layer's
+    /// entry, else the journal's, else the file's; a removal in a layer
+    /// hides what the layers below say about exactly that number or rule.
+    /// A replicated value this lookupd refused counts as absent. Across
+    /// numbers and rules the usual order holds (exact beats prefix, longer
+    /// prefix beats shorter).
+    ///
     /// Throws when the file's bytes it needs are damaged: the directory
     /// then has no say (the caller records which one failed).
     func lookup(_ number: PhoneNumber, index: Int) throws(DirectoryError) -> DirectoryHit? {
-        if overlay.isEmpty {
+        let replicatedEmpty = replicated.isEmpty
+        if overlay.isEmpty && replicatedEmpty {
             guard let entry = try file.lookup(number) else { return nil }
             return hit(entry, index)
         }
-        if let entry = overlay.exact[number.value] {
-            if entry.value != 0 { return hit(entry, .exact(number), index) }
-            // Removed: the file's exact entry is hidden; a prefix rule may still cover the number.
-        } else if let entry = try file.exactLookup(number) {
-            return hit(entry, index)
+        exact: do {
+            if !replicatedEmpty, let entry = replicated[number.value] {
+                switch entry.action {
+                case .add: return hit(entry, key: number.value, .exact(number), index)
+                case .remove: break exact
+                case .refused: break
+                }
+            }
+            if let entry = overlay.exact[number.value] {
+                if entry.value != 0 { return hit(entry, .exact(number), index) }
+                // Removed: the file's exact entry is hidden; a prefix rule may still cover the number.
+            } else if let entry = try file.exactLookup(number) {
+                return hit(entry, index)
+            }
         }
         let digits = number.digitCount
         let overlayMask = overlay.prefixMask
-        var mask = (file.prefixLengthMask | overlayMask) & ((UInt32(2) << UInt32(digits)) &- 1)
+        let replicatedMask = replicated.prefixMask
+        var mask = (file.prefixLengthMask | overlayMask | replicatedMask) & ((UInt32(2) << UInt32(digits)) &- 1)
         while mask != 0 {
             let length = 31 - mask.leadingZeroBitCount
-            mask &= ~(UInt32(1) << UInt32(length))
-            if overlayMask & (UInt32(1) << UInt32(length)) != 0 {
-                let prefixDigits = number.value / ScreeningDirectory.powersOfTen[digits - length]
-                if let entry = overlay.prefixes[UInt64(length) << 56 | prefixDigits] {
-                    if entry.value != 0 { return hit(entry, .prefix(NumberPrefix(digits: prefixDigits, length: length)!), index) }
-                    continue
+            let bit = UInt32(1) << UInt32(length)
+            mask &= ~bit
+            let prefixDigits = number.value / ScreeningDirectory.powersOfTen[digits - length]
+            let key = UInt64(length) << 56 | prefixDigits
+            if replicatedMask & bit != 0, let entry = replicated[key] {
+                switch entry.action {
+                case .add: return hit(entry, key: key, .prefix(NumberPrefix(digits: prefixDigits, length: length)!), index)
+                case .remove: continue
+                case .refused: break
                 }
+            }
+            if overlayMask & bit != 0, let entry = overlay.prefixes[key] {
+                if entry.value != 0 { return hit(entry, .prefix(NumberPrefix(digits: prefixDigits, length: length)!), index) }
+                continue
             }
             if let entry = try file.prefixLookup(number, length: length) { return hit(entry, index) }
         }
@@ -185,6 +222,18 @@ public struct ScreeningDirectory: Sendable {
         return DirectoryHit(blocked: entry.value & 1 != 0,
                             label: labelPlusOne == 0 ? nil : .journal(index: index, label: labelPlusOne - 1),
                             match: match, record: entry.sequence)
+    }
+
+    private func hit(_ entry: ReplicaEntry, key: UInt64, _ match: NumberPattern, _ index: Int) -> DirectoryHit {
+        guard case .add(let blocked, let label) = entry.action else { preconditionFailure("only additions are hits") }
+        return DirectoryHit(blocked: blocked, label: label == nil ? nil : .replicated(index: index, key: key),
+                            match: match, record: nil, revision: entry.revision)
+    }
+
+    /// The label of the replicated entry `key`, empty when there is none.
+    func replicatedLabel<R>(_ key: UInt64, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        if case .add(_, let label?)? = replicated[key]?.action { return try label.withUnsafeBytes(body) }
+        return try body(UnsafeRawBufferPointer(start: nil, count: 0))
     }
 
     static let powersOfTen: [UInt64] = {

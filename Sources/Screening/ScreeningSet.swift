@@ -154,7 +154,7 @@ public final class ScreeningSet: Sendable {
         let policy: PolicyRule? = distrusted ? .contactDistrusted : nil
         if let blocking {
             return Decision(verdict: .blocked, number: number, label: labelling?.hit.label, source: .directory(blocking.index),
-                            match: blocking.hit.match, journalRecord: blocking.hit.record, policy: policy, inactiveDirectory: inactive)
+                            match: blocking.hit.match, journalRecord: blocking.hit.record, replicatedRevision: blocking.hit.revision, policy: policy, inactiveDirectory: inactive)
         }
         // RFC 3325 Privacy: id asks that the callee not learn who calls:
         // no label, treated as withheld. It is no shield against a block,
@@ -163,7 +163,8 @@ public final class ScreeningSet: Sendable {
         var decision: Decision
         if let labelling {
             decision = Decision(verdict: .identified, number: number, label: labelling.hit.label, source: .directory(labelling.index),
-                                match: labelling.hit.match, journalRecord: labelling.hit.record, policy: policy, inactiveDirectory: inactive)
+                                match: labelling.hit.match, journalRecord: labelling.hit.record, replicatedRevision: labelling.hit.revision,
+                                policy: policy, inactiveDirectory: inactive)
         } else {
             decision = Decision(verdict: .unknown, number: number, policy: policy, inactiveDirectory: inactive)
         }
@@ -238,6 +239,8 @@ public final class ScreeningSet: Sendable {
             return try contacts[list].withName(name, body)
         case .journal(let index, let label):
             return try directories[index].overlay.labelBytes(label, body)
+        case .replicated(let index, let key):
+            return try directories[index].replicatedLabel(key, body)
         case .calleeContact(let list, let name):
             return try calleeContacts.lists[list].withName(name, body)
         case .policy(let rule):
