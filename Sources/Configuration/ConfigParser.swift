@@ -162,7 +162,7 @@ public enum ConfigParser {
                 summary: "Open SIP TCP connections per worker before new ones are refused (default 4096)."),
         .number("tcp-idle-timeout", "SECONDS", 1...86400, unit: "seconds", \.config.tcpIdleTimeout,
                 summary: "Close a SIP TCP connection idle this long, or one stuck mid-message (default 120)."),
-    ] + screeningKeys + feedKeys + operationsKeys + proxyKeys
+    ] + screeningKeys + feedKeys + operationsKeys + proxyKeys + replicationKeys
 
     /// The largest lookupd.conf read: a configuration is a few kilobytes.
     public static let maxFileSize = 1 << 20
@@ -277,6 +277,7 @@ public enum ConfigParser {
         if state.sawAllowFrom { state.config.allowFrom = state.allowFrom }
         try finishScreening(&state, seen: seen, path: path)
         try finishProxy(&state, seen: seen, path: path)
+        try finishReplication(&state, seen: seen, path: path)
         return state.config
     }
 

@@ -166,6 +166,8 @@ public struct LookupdConfig: Sendable {
     public var proxy = ProxyConfig()
     /// Metrics, HTTP lookups and the decision log (http-listen, log-file, ...).
     public var operations = OperationsConfig()
+    /// `replicate`: live changes through etcd; nil: this node's journals only.
+    public var replication: ReplicationConfig? = nil
 
     public init() {}
 }

@@ -1,4 +1,5 @@
 import Directory
+import Glibc
 
 public enum LoadError: Error, Sendable, CustomStringConvertible {
     case directory(DirectoryError)
@@ -6,6 +7,8 @@ public enum LoadError: Error, Sendable, CustomStringConvertible {
     case journal(JournalError)
     /// The configured `time-zone` (or the system's) could not be read.
     case zone(Diagnostic)
+    /// A replicated layer (docs/CLUSTER.md) that cannot be read.
+    case replica(ReplicaError)
 
     public var description: String {
         switch self {
@@ -13,6 +16,9 @@ public enum LoadError: Error, Sendable, CustomStringConvertible {
         case .contacts(let d): return d.description
         case .journal(let e): return e.description
         case .zone(let d): return d.description
+        case .replica(let e):
+            if case .system(_, _, let code) = e, code == EACCES { return "\(e) (run lookupd as a member of the daemon's group, or as root)" }
+            return e.description
         }
     }
 }

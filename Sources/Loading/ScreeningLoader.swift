@@ -26,7 +26,8 @@ public enum ScreeningLoader {
     ///   - verify: check every directory's content checksum and structure
     ///     before accepting it (what serving requires).
     ///   - journals: read each directory's journal and lay it over the
-    ///     file. The daemon passes false and follows the journals itself.
+    ///     file, and with `replicate` its replicated layer over both. The
+    ///     daemon passes false and follows the journals and etcd itself.
     ///   - now: the moment expiring journal records are judged at (seconds
     ///     since 1970, UTC).
     public static func load(_ config: LookupdConfig, verify: Bool, journals: Bool = true, now: Int64 = wallClockSeconds(),
@@ -69,7 +70,21 @@ public enum ScreeningLoader {
                     throw .journal(error)
                 }
             }
-            directories.append(ScreeningDirectory(name: entry.name, file: file, overlay: overlay, active: entry.active))
+            var replicated = ReplicaState()
+            if journals, config.replication != nil {
+                let path = ReplicaFormat.path(stateDirectory: config.stateDirectory, directory: entry.name)
+                do {
+                    if let layer = try ReplicaStore.read(path: path) {
+                        replicated = layer.state
+                        if let problem = layer.problem { warnings.append(Diagnostic(file: path, line: 0, message: problem)) }
+                    } else {
+                        warnings.append(Diagnostic(file: path, line: 0, message: "no replicated layer yet (lookupd serve fetches it from etcd): changes made through etcd are not shown"))
+                    }
+                } catch {
+                    throw .replica(error)
+                }
+            }
+            directories.append(ScreeningDirectory(name: entry.name, file: file, overlay: overlay, replicated: replicated, active: entry.active))
         }
         let set = ScreeningSet(normalizer: normalizer, contacts: lists, directories: directories,
                                calleeContacts: callee, policies: config.policies)

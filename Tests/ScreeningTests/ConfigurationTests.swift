@@ -106,6 +106,7 @@ final class ConfigurationTests: XCTestCase {
         log-file = log/decisions.log
         log-file-max-size = 64K
         log-file-keep = 0
+        replicate = etcd http://10.0.0.1:2379,http://10.0.0.2:2379 node=node-a
         """
         let c = try parse(text)
         XCTAssertEqual(c.directories, [DirectoryConfig(path: "/srv/lookupd/operator.lkd", name: "operator", blockResponse: .rejected),
@@ -143,6 +144,8 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(c.operations.logFile, "/etc/lookupd/log/decisions.log")
         XCTAssertEqual(c.operations.logFileMaxSize, 65536)
         XCTAssertEqual(c.operations.logFileKeep, 0)
+        XCTAssertEqual(c.replication?.endpoints, ["http://10.0.0.1:2379", "http://10.0.0.2:2379"])
+        XCTAssertEqual(c.replication?.node, "node-a")
         // Every key the parser knows appears in this test.
         for key in ConfigParser.keys {
             XCTAssertTrue(text.contains("\n\(key.name) =") || text.hasPrefix("\(key.name) ="), "key \(key.name) not covered")
