@@ -10,6 +10,7 @@
 //   Answering   request and serving set in, action out: the answering policy of both
 //               modes, compiled once per serving set; no socket, no thread
 //   Daemon      sockets, workers, reload, signals, control socket: I/O only
+//   Replication live changes to and from etcd (watch thread, replicated layers)
 // on TextRules, TextFormats, Addresses, Configuration (lookupd.conf), Loading (what the
 // configuration names, read at start-up and reload), SystemCalls (the one layer every file
 // and socket call goes through); FeedRecords and Feeds (lookupd update), the thin `lookupd`
@@ -63,12 +64,14 @@ let package = Package(
         // Request and serving set in, action out: the answering policy of both modes, with no
         // socket, no thread and no clock of its own (docs/ARCHITECTURE.md).
         .target(name: "Answering", dependencies: ["Addresses", "SIP", "Screening", "Directory", "Configuration", "TextFormats", "TextRules", "CIntrinsics"]),
-        .target(name: "Daemon", dependencies: ["Answering", "Addresses", "SIP", "Screening", "Directory", "Configuration", "Loading", "SystemCalls", "TextFormats", "TextRules", "CIntrinsics", "FeedRecords"]),
+        .target(name: "Daemon", dependencies: ["Answering", "Addresses", "SIP", "Screening", "Directory", "Configuration", "Loading", "SystemCalls", "TextFormats", "TextRules", "CIntrinsics", "FeedRecords", "Replication"]),
+        // Replication (docs/CLUSTER.md): live changes through etcd's JSON gateway, with Debian's libcurl.
+        .target(name: "Replication", dependencies: ["Configuration", "Directory", "TextFormats", "SystemCalls", "CCurl"]),
         // FeedRecords: the feed record file format (STATE-DIRECTORY/feeds/NAME.state), read by
         // the daemon's stats too (no Foundation; files through SystemCalls).
         .target(name: "FeedRecords", dependencies: ["SystemCalls"]),
         .target(name: "Feeds", dependencies: ["FeedRecords", "Configuration", "Directory", "TextFormats", "TextRules", "SystemCalls", "CCurl", "CZlib", "CZip", "CCrypto"]),
-        .executableTarget(name: "lookupd", dependencies: ["Addresses", "Directory", "Screening", "Configuration", "Loading", "Daemon", "Feeds", "FeedRecords", "SystemCalls", "TextFormats", "TextRules"]),
+        .executableTarget(name: "lookupd", dependencies: ["Addresses", "Directory", "Screening", "Configuration", "Loading", "Daemon", "Feeds", "FeedRecords", "SystemCalls", "TextFormats", "TextRules", "Replication"]),
         .executableTarget(name: "lookupd-bench", dependencies: ["Directory", "Screening"]),
         // Fuzzing (docs/TESTING.md): the targets are a library so the regression
         // tests replay saved inputs through the same code; scripts/fuzz builds
@@ -88,9 +91,10 @@ let package = Package(
         .testTarget(name: "ScreeningTests", dependencies: ["Screening", "Directory", "Configuration", "Loading", "Addresses", "TextFormats", "TestSupport"]),
         .testTarget(name: "SIPTests", dependencies: ["SIP", "CSIPLexer", "TestSupport"]),
         .testTarget(name: "AnsweringTests", dependencies: ["Answering", "Loading", "Configuration", "Directory", "Screening", "SIP", "Addresses", "TestSupport"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "SIP", "Screening", "Directory", "Configuration", "Loading", "Addresses", "lookupd", "TestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "SIP", "Screening", "Directory", "Configuration", "Loading", "Addresses", "lookupd", "TestSupport", "Replication"]),
         .testTarget(name: "CLITests", dependencies: ["lookupd", "Configuration", "Directory", "TestSupport"]),
         .testTarget(name: "FeedTests", dependencies: ["Feeds", "FeedRecords", "Configuration", "Directory", "TextFormats", "SystemCalls", "lookupd", "TestSupport"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets", "lookupd-fuzz", "TestSupport"]),
+        .testTarget(name: "ReplicationTests", dependencies: ["Replication", "Directory", "Screening", "Configuration", "TextFormats", "TestSupport"]),
     ]
 )
