@@ -39,6 +39,9 @@ final class JournalWatcher {
     /// The wall clock expiring records are judged by (seconds since 1970,
     /// UTC); a test sets its own.
     private let clock: () -> Int64
+    /// The replicated layers in force, by directory name (docs/CLUSTER.md):
+    /// laid over every set this watcher attaches.
+    private var replicated: [String: ReplicaState] = [:]
 
     init(logger: Logger, store: PrivateDirectoryStore, clock: @escaping () -> Int64 = wallClockSeconds) {
         self.logger = logger
@@ -58,9 +61,39 @@ final class JournalWatcher {
             if let directory = poll(&entry, index: i, screening.directories[i], forced: true) {
                 screening = screening.replacing(directory: i, with: directory)
             }
+            if let layer = replicated[config.name] {
+                screening = screening.replacing(directory: i, with: screening.directories[i].with(replicated: layer))
+            }
             tracked.append(entry)
         }
         return screening === set.screening ? set : set.with(screening: screening, generation: set.generation)
+    }
+
+    /// Replaces every replicated layer (replication started, stopped or
+    /// reconfigured); the next `attach` lays them over.
+    func setReplicated(_ layers: [String: ReplicaState]) {
+        replicated = layers
+    }
+
+    /// The set with the replication thread's new layers laid over their
+    /// directories, as the next generation; nil when none applies to it.
+    func applyReplicated(_ layers: [String: ReplicaState], to set: ServingSet, derive: (ServingSet, ScreeningSet) -> ServingSet) -> ServingSet? {
+        var screening = set.screening
+        for (name, layer) in layers {
+            replicated[name] = layer
+            if let i = screening.directories.firstIndex(where: { $0.name == name }) {
+                screening = screening.replacing(directory: i, with: screening.directories[i].with(replicated: layer))
+            }
+        }
+        guard screening !== set.screening else { return nil }
+        let next = derive(set, screening)
+        // Debug: at a thousand changes a second this would be most of the log
+        // (and not even built at other levels).
+        if logger.level >= .debug {
+            logger.log(.debug, "replicated changes in force as generation \(next.generation): "
+                        + layers.keys.sorted().map { "\($0) through revision \(layers[$0]!.revision)" }.joined(separator: ", "))
+        }
+        return next
     }
 
     /// Looks at every journal and directory file; a new set when something

@@ -1,6 +1,7 @@
 import Configuration
 import Directory
 import Glibc
+import Replication
 import SystemCalls
 
 /// Builds new serving sets off the control loop: reloads (SIGHUP, `lookupd reload`) and the
@@ -12,7 +13,9 @@ import SystemCalls
 ///
 /// Threading: `request`, `takeFinished` and `wake` from the control loop; everything else on
 /// the loader's own thread (`run`), which alone touches the loader, the journal watcher and
-/// the private directory store once started.
+/// the private directory store once started. It also lays the replication thread's layers
+/// over the set (woken by the feed's eventfd) and restarts that thread when a reload
+/// changes `replicate` or the directory names.
 final class ReloadThread: @unchecked Sendable {
     /// A finished reload's answer for the control client that asked (nil: a signal asked).
     struct Finished {
@@ -32,6 +35,9 @@ final class ReloadThread: @unchecked Sendable {
     private let notifier: SystemdNotifier
     private let logger: Logger
     private let stopFlag: StopFlag
+    /// The running replication thread; replaced here only (after `run` starts).
+    private let replication: Locked<ReplicationFeed?>
+    private let configPath: String
     private let queue = Locked(Queue())
     /// Posted to wake the loader (a request, or stop).
     private let wakeFD: Int32
@@ -39,7 +45,8 @@ final class ReloadThread: @unchecked Sendable {
     let finishedFD: Int32
 
     init(loader: ServingSetLoader, journals: JournalWatcher, current: CurrentSet, status: ServiceStatus,
-         notifier: SystemdNotifier, logger: Logger, stopFlag: StopFlag) throws(SystemError) {
+         notifier: SystemdNotifier, logger: Logger, stopFlag: StopFlag, replication: Locked<ReplicationFeed?>,
+         configPath: String) throws(SystemError) {
         self.loader = loader
         self.journals = journals
         self.current = current
@@ -47,6 +54,8 @@ final class ReloadThread: @unchecked Sendable {
         self.notifier = notifier
         self.logger = logger
         self.stopFlag = stopFlag
+        self.replication = replication
+        self.configPath = configPath
         do {
             wakeFD = try Poll.makeEventCounter()
             finishedFD = try Poll.makeEventCounter()
@@ -84,12 +93,23 @@ final class ReloadThread: @unchecked Sendable {
         let epfd = (try? Poll.create()) ?? -1
         defer { close(epfd) }
         Poll.add(epfd, wakeFD, Poll.readable)
-        var events = [PollEvent](repeating: PollEvent(), count: 1)
+        var events = [PollEvent](repeating: PollEvent(), count: 2)
         var lastJournalPoll = monotonicNow()
+        // The feed whose eventfd is registered: compared by identity, as a
+        // new feed's eventfd may reuse the number of the one a reload closed.
+        weak var registered: ReplicationFeed? = nil
         while !stopFlag.isSet {
+            let feed = replication.withLock { $0 }
+            if registered !== feed {
+                if let old = registered { Poll.remove(epfd, old.wakeFD) }
+                if let feed { Poll.add(epfd, feed.wakeFD, Poll.readable) }
+                registered = feed
+            }
             _ = Poll.wait(epfd, &events, timeout: Int32(JournalWatcher.interval * 1000))
             Poll.drain(wakeFD)
             if stopFlag.isSet { break }
+            // The feed's eventfd brings its layers at once; the timeout only bounds the delay.
+            if let feed { applyReplicated(feed) }
             // Every request queued so far is answered by one reload: the files it reads are at
             // least as new as each request.
             let requests = queue.withLock { q in
@@ -131,6 +151,9 @@ final class ReloadThread: @unchecked Sendable {
                 logger.warning("reload: listen, workers, control-socket, state-directory, max-message-size, http-listen, log-file, mode and upstream changes take effect on restart")
             }
             for warning in loaded.warnings { logger.warning("contacts: \(warning)") }
+            do { try reconfigureReplication(loaded.set.config) } catch {
+                throw LoadFailure.config(Diagnostic(file: configPath, line: 0, message: error.description))
+            }
             if loaded.set.config.exposureWarnings != old.exposureWarnings {
                 for warning in loaded.set.config.exposureWarnings { logger.warning(warning) }
             }
@@ -145,5 +168,58 @@ final class ReloadThread: @unchecked Sendable {
             logger.error(message)
             return "error: " + message
         }
+    }
+
+    // MARK: - Replication
+
+    /// Waits (at most `wait` seconds) for the replication thread to catch
+    /// up with etcd before the first call is answered, then lays what it
+    /// has over the set. Past the wait, the node serves its local layers
+    /// (complete through an older revision) and catches up in the background.
+    /// Called by the service before `run` starts.
+    func catchUp(_ feed: ReplicationFeed, wait: Double) {
+        notifier.send("STATUS=catching up with etcd")
+        let started = monotonicNow()
+        let caughtUp = feed.waitForCatchUp(wait)
+        applyReplicated(feed)
+        let revisions = feed.stats.directories.map { $0.appliedRevision == 0 ? "\($0.name): none yet" : "\($0.name) at revision \($0.appliedRevision)" }
+            .joined(separator: ", ")
+        if caughtUp {
+            logger.notice("replication: caught up with etcd in \(Int((monotonicNow() - started) * 1000)) ms: \(revisions)")
+        } else {
+            logger.warning("replication: not caught up with etcd after \(wait) s (start-wait); answering from the local replicated layers (\(revisions)) and catching up in the background")
+        }
+    }
+
+    private func applyReplicated(_ feed: ReplicationFeed) {
+        let (layers, made) = feed.take()
+        guard !layers.isEmpty else { return }
+        if let updated = journals.applyReplicated(layers, to: current.get(), derive: loader.derive) { current.replace(updated) }
+        feed.inForce(made)
+    }
+
+    /// After a reload: starts, stops or restarts the replication thread
+    /// when `replicate` or the directory names changed. Throws (the reload
+    /// fails, the old set stays) when the new thread cannot start.
+    private func reconfigureReplication(_ config: LookupdConfig) throws(ServiceError) {
+        let names = config.directories.map(\.name)
+        let running = replication.withLock { $0 }
+        if let feed = running, feed.config == config.replication, feed.directories == names, feed.credentialsUnchanged { return }
+        if let settings = config.replication {
+            // What can be checked before the running thread is stopped.
+            do { _ = try EtcdClient(settings) } catch { throw ServiceError("replicate: \(error)") }
+        }
+        running?.stop()
+        replication.withLock { $0 = nil }
+        journals.setReplicated([:])
+        guard let settings = config.replication else {
+            logger.notice("replication: off (replicate removed from the configuration)")
+            return
+        }
+        let feed = try ReplicationFeed(config: settings, directories: names, stateDirectory: config.stateDirectory, logger: logger)
+        journals.setReplicated(feed.initialLayers)
+        try feed.start()
+        replication.withLock { $0 = feed }
+        logger.notice("replication: restarted for directories \(names.joined(separator: ", "))")
     }
 }

@@ -3,6 +3,7 @@ import SystemCalls
 import Configuration
 import Directory
 import Glibc
+import Replication
 import SIP
 import Synchronization
 
@@ -44,6 +45,10 @@ public final class Service {
     private var httpThread: pthread_t?
     private let httpCounters = HTTPCounters()
     private let httpLatency = LatencyHistogram()
+    /// The replication thread, when `replicate` is set (docs/CLUSTER.md):
+    /// set here, replaced by the reload thread on a reload, read by the
+    /// control loop and the HTTP thread for the stats.
+    private let replication = Locked<ReplicationFeed?>(nil)
 
     /// Loads and verifies everything; throws a message for the operator.
     public init(options: Options) throws(ServiceError) {
@@ -62,6 +67,12 @@ public final class Service {
         for warning in loaded.warnings { logger.warning("contacts: \(warning)") }
         for warning in config.exposureWarnings { logger.warning(warning) }
         journals = JournalWatcher(logger: logger, store: loader.store)
+        if let settings = config.replication {
+            let feed = try ReplicationFeed(config: settings, directories: config.directories.map(\.name),
+                                           stateDirectory: config.stateDirectory, logger: logger)
+            journals.setReplicated(feed.initialLayers)
+            replication.withLock { $0 = feed }
+        }
         current = CurrentSet(journals.attach(loaded.set))
         logger.notice("loaded \(Service.describe(loaded.set)) in \(Int((monotonicNow() - started) * 1000)) ms")
     }
@@ -105,6 +116,8 @@ public final class Service {
         do { try sink.start() } catch { throw ServiceError(error.description) }
         logSink = sink
         defer { sink.stop() }
+        // After the reload thread is joined: it may have replaced the feed.
+        defer { replication.withLock { $0 }?.stop() }
         do {
             for address in config.listen { try ListenSocket.ensureFree(address) }
             for i in 0..<count {
@@ -115,9 +128,11 @@ public final class Service {
                 let workers = self.workers, current = self.current, status = self.status
                 let counters = httpCounters, latency = httpLatency
                 let page = StatusPage(version: options.version, workers: workers, status: status, log: sink)
+                let replication = self.replication
                 http = try HTTPListener(address: address, current: current, stopFlag: stop, counters: counters, latency: latency,
                                         page: page, logger: logger) {
-                    Service.metricsText(workers: workers, set: current.get(), status: status, log: sink, http: counters, httpLatency: latency)
+                    Service.metricsText(workers: workers, set: current.get(), status: status, log: sink, http: counters, httpLatency: latency,
+                                        replication: replication.withLock { $0 }?.report)
                 }
             }
         } catch {
@@ -136,7 +151,14 @@ public final class Service {
         }
         do {
             let reloader = try ReloadThread(loader: loader, journals: journals, current: current, status: status,
-                                            notifier: notifier, logger: logger, stopFlag: stop)
+                                            notifier: notifier, logger: logger, stopFlag: stop, replication: replication,
+                                            configPath: options.configPath)
+            // Before the first call is answered, and before the reload
+            // thread takes over the journal watcher.
+            if let feed = replication.withLock({ $0 }) {
+                try feed.start()
+                reloader.catchUp(feed, wait: config.replication?.startWait ?? 0)
+            }
             var thread = pthread_t()
             let rc = pthread_create(&thread, nil, { raw in
                 let reloader = Unmanaged<ReloadThread>.fromOpaque(raw!).takeRetainedValue()
@@ -238,7 +260,8 @@ public final class Service {
         switch command {
         case "stats":
             return Service.metricsText(workers: workers, set: current.get(), status: status, log: logSink,
-                                       http: http == nil ? nil : httpCounters, httpLatency: http == nil ? nil : httpLatency)
+                                       http: http == nil ? nil : httpCounters, httpLatency: http == nil ? nil : httpLatency,
+                                       replication: replication.withLock { $0 }?.report)
         case "reload":
             guard let reloads else { return "error: no reload thread\n" }
             reloads.request("control socket", client: client)
@@ -252,11 +275,11 @@ public final class Service {
 
     /// What `lookupd stats` prints and /metrics serves: the same text.
     static func metricsText(workers: [Worker], set: ServingSet, status: ServiceStatus, log: LogSink?,
-                            http: HTTPCounters?, httpLatency: LatencyHistogram?) -> String {
+                            http: HTTPCounters?, httpLatency: LatencyHistogram?, replication: ReplicationFeed.Report? = nil) -> String {
         let report = StatsReport(workers: workers, set: set, uptime: monotonicNow() - status.startedAt,
                                  reloads: status.reloads.load(ordering: .relaxed),
                                  failedReloads: status.failedReloads.load(ordering: .relaxed),
-                                 lastReloadError: status.lastReloadError)
+                                 lastReloadError: status.lastReloadError, replication: replication)
         let operations = OperationsMetrics(workers: workers, set: set, http: http, httpLatency: httpLatency, log: log)
         return report.text(appending: operations.text())
     }

@@ -1,5 +1,6 @@
 import Answering
 import Directory
+import Replication
 
 /// The daemon's counters and state in the Prometheus text exposition
 /// format: what `lookupd stats` prints. Totals first, then each worker's
@@ -13,6 +14,8 @@ struct StatsReport {
     let reloads: Int
     let failedReloads: Int
     let lastReloadError: String?
+    /// The replication thread's state, when `replicate` is set.
+    var replication: ReplicationFeed.Report? = nil
 
     /// - Parameter extra: more families (OperationsMetrics), placed before the uptime.
     func text(appending extra: String = "") -> String {
@@ -84,6 +87,10 @@ struct StatsReport {
         }
         for family in journalGauges() {
             header(family.name, "gauge", family.help)
+            for line in family.lines { out += line }
+        }
+        for family in replicationFamilies() {
+            header(family.name, family.type, family.help)
             for line in family.lines { out += line }
         }
         for family in feedGauges() {
