@@ -16,6 +16,7 @@ extension ScreeningSet {
         w.field("match", d.match?.description)
         w.field("reason", d.invalidReason?.description)
         w.field("record", d.journalRecord)
+        w.field("revision", d.replicatedRevision)
         w.field("policy", d.policy?.rawValue)
         w.field("inactive", d.inactiveDirectory.map { directories[$0].name })
         w.endObject()

@@ -34,6 +34,11 @@ let addCommand = Command(
     makes all the changes with one append and one fsync: either every one
     is in force or, when a line is bad, none.
 
+    With replicate set in lookupd.conf, the change is committed to etcd
+    instead (under the directory's name) and reported once a majority of
+    the etcd members has it; every node applies it within a second. Without
+    a quorum it fails within 5 seconds and changes nothing anywhere.
+
     Options:
       --block              block the number
       --label TEXT         show the number with this label
@@ -73,6 +78,10 @@ let removeCommand = Command(
     line, or any source format lookupd compile reads) with one append and
     one fsync: all of them, or, when one is bad or not in the directory,
     none.
+
+    With replicate set in lookupd.conf, the removal is committed to etcd
+    and every node applies it within a second; without a quorum it fails
+    within 5 seconds and changes nothing anywhere.
 
     Options:
       --from DIRECTORY     path or name= of a configured directory (default:
@@ -145,6 +154,15 @@ private func runAdd(_ raw: [String]) throws -> Int32 {
         expires = moment
     }
     let (config, directory) = try JournalTarget.resolve(try args.value("to"), option: "to", config: try args.value("config"))
+    if let replication = config.replication {
+        // etcd holds one value per number, without expiry or batches (docs/CLUSTER.md).
+        guard fromFile == nil, expires == 0 else {
+            throw UsageError("--expires and --from-file are not replicated through etcd; with replicate set, add one number at a time")
+        }
+        let pattern = try JournalTarget.pattern(args.positionals[0], plan: config.plan)
+        return try ReplicatedCommands.add(pattern, blocked: args.flag("block"), label: label.map { Array($0.utf8) },
+                                          directory: directory, config: config, replication: replication)
+    }
     let requests: [DirectoryUpdates.Request]
     if let fromFile {
         requests = try JournalTarget.readAdditions(fromFile, plan: config.plan, expires: expires)
@@ -165,6 +183,13 @@ private func runRemove(_ raw: [String]) throws -> Int32 {
         guard args.positionals.count == 1 else { throw UsageError("give one NUMBER, or --from-file FILE") }
     }
     let (config, directory) = try JournalTarget.resolve(try args.value("from"), option: "from", config: try args.value("config"))
+    if let replication = config.replication {
+        guard fromFile == nil else {
+            throw UsageError("--from-file is not replicated through etcd; with replicate set, remove one number at a time")
+        }
+        return try ReplicatedCommands.remove(try JournalTarget.pattern(args.positionals[0], plan: config.plan),
+                                             directory: directory, config: config, replication: replication)
+    }
     let requests: [DirectoryUpdates.Request]
     if let fromFile {
         requests = try JournalTarget.readAdditions(fromFile, plan: config.plan, expires: 0).map { .remove($0.pattern) }
