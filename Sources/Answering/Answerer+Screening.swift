@@ -94,6 +94,7 @@ extension Answerer {
         if let s = d.source { line.field("source", set.screening.sourceName(s)) }
         if let m = d.match { line.field("match", m.description) }
         if let record = d.journalRecord { line.number("record", Int(record)) }
+        if let revision = d.replicatedRevision { line.number("revision", Int(revision)) }
         if let policy = d.policy { line.field("policy", policy.rawValue) }
         if let inactive = d.inactiveDirectory { line.field("inactive", set.screening.directories[inactive].name) }
         // The rule that decided: the entry (exact number or prefix rule), else the policy.
