@@ -13,18 +13,6 @@ final class OverlayTests: XCTestCase {
     override func setUp() { folder = TemporaryFolder("lookupd-overlay") }
     override func tearDown() { folder.cleanup() }
 
-    func pattern(_ text: String) -> NumberPattern {
-        guard case .success(let p) = NumberNormalizer().pattern(text) else { fatalError(text) }
-        return p
-    }
-
-    /// The set over the directory at `path` with its journal, as `lookupd query` loads it.
-    func load(_ path: String, name: String = "main") throws -> ScreeningSet {
-        var config = LookupdConfig()
-        config.directories = [DirectoryConfig(path: path, name: name)]
-        return try ScreeningLoader.load(config, verify: true).set
-    }
-
     func summary(_ set: ScreeningSet, _ identity: String) -> String {
         let d = set.decide(identity: identity)
         return [d.verdict.rawValue, d.label.map { set.label($0) } ?? "-", d.match?.description ?? "-",
@@ -41,7 +29,7 @@ final class OverlayTests: XCTestCase {
         """, named: "main.lkd", in: folder)
         let path = folder.file("main.lkd")
         let add = { (text: String, blocked: Bool, label: String?) in
-            _ = try DirectoryUpdates.add(self.pattern(text), blocked: blocked, label: label.map { Array($0.utf8) }, directory: path)
+            _ = try DirectoryUpdates.add(pattern(text), blocked: blocked, label: label.map { Array($0.utf8) }, directory: path)
         }
         try add("+8613800138001", true, "Bank?")         // 1: replaces the file's entry
         _ = try DirectoryUpdates.remove(pattern("+8613800138000"), directory: path)   // 2: hides an exact entry
@@ -49,7 +37,7 @@ final class OverlayTests: XCTestCase {
         try add("+8617012*", false, "Journal Range")     // 4: a longer prefix than the file's
         try add("+8613900000000", true, nil)             // 5: new
         try add("+86171*", true, "New Range")            // 6: a new prefix length in use
-        let set = try load(path)
+        let set = try loadDirectory(path)
 
         XCTAssertEqual(summary(set, "+8613800138001"), "blocked | Bank? | +8613800138001 | #1")
         XCTAssertEqual(summary(set, "+8613800138000"), "unknown | - | - | -")
@@ -64,7 +52,7 @@ final class OverlayTests: XCTestCase {
         // A removal of an exact entry under a journal prefix rule: the rule decides.
         _ = try DirectoryUpdates.remove(pattern("+8617012*"), directory: path)
         try add("+8617012000000", false, "Exact")
-        let later = try load(path)
+        let later = try loadDirectory(path)
         XCTAssertEqual(summary(later, "+8617012000000"), "identified | Exact | +8617012000000 | #8")
         XCTAssertEqual(summary(later, "+8617012345678"), "blocked | Range | +86170* | -")
     }
@@ -96,10 +84,10 @@ final class OverlayTests: XCTestCase {
                 return [d.verdict.rawValue, d.label.map { set.label($0) } ?? "-", d.match?.description ?? "-"].joined(separator: " | ")
             }
         }
-        let overlaid = answers(try load(path))
-        XCTAssertGreaterThan(try load(path).directories[0].overlay.count, 50)
+        let overlaid = answers(try loadDirectory(path))
+        XCTAssertGreaterThan(try loadDirectory(path).directories[0].overlay.count, 50)
         _ = try DirectoryUpdates.compact(directory: path)
-        let compacted = try load(path)
+        let compacted = try loadDirectory(path)
         XCTAssertTrue(compacted.directories[0].overlay.isEmpty)
         XCTAssertEqual(answers(compacted), overlaid)
     }

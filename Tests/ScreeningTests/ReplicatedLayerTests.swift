@@ -15,18 +15,7 @@ final class ReplicatedLayerTests: XCTestCase {
     override func setUp() { folder = TemporaryFolder("lookupd-replicated") }
     override func tearDown() { folder.cleanup() }
 
-    func pattern(_ text: String) -> NumberPattern {
-        guard case .success(let p) = NumberNormalizer().pattern(text) else { fatalError(text) }
-        return p
-    }
-
     func key(_ text: String) -> UInt64 { JournalRecord.key(pattern(text)) }
-
-    func load(_ path: String) throws -> ScreeningSet {
-        var config = LookupdConfig()
-        config.directories = [DirectoryConfig(path: path, name: "main")]
-        return try ScreeningLoader.load(config, verify: true).set
-    }
 
     func summary(_ set: ScreeningSet, _ identity: String) -> String {
         let d = set.decide(identity: identity)
@@ -56,7 +45,7 @@ final class ReplicatedLayerTests: XCTestCase {
         put("+861705*", 14, .remove)                                                  // hides a prefix rule: the shorter one decides
         put("+8617012*", 15, .add(blocked: false, label: Array("Etcd Range".utf8)))   // a prefix length only the layer has
         put("+8613900000000", 16, .add(blocked: true, label: nil))
-        let base = try load(path)
+        let base = try loadDirectory(path)
         let set = base.replacing(directory: 0, with: base.directories[0].with(replicated: layer))
 
         XCTAssertEqual(summary(set, "+8613800138001"), "blocked | Bank? | +8613800138001 | r10")
@@ -124,7 +113,7 @@ final class ReplicatedLayerTests: XCTestCase {
             case .add(let b, let l)?: layerModel[text] = .some(.add(b, l.map { String(decoding: $0, as: UTF8.self) }))
             }
         }
-        let base = try load(path)
+        let base = try loadDirectory(path)
         let file = base.directories[0].file
         let set = base.replacing(directory: 0, with: base.directories[0].with(replicated: layer))
 

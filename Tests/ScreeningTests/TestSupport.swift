@@ -1,8 +1,23 @@
 @_exported import TestSupport
+import Configuration
 import Foundation
+import Loading
 import XCTest
 @testable import Directory
 @testable import Screening
+
+/// A number or prefix rule, written any way `lookupd add` reads it.
+func pattern(_ text: String) -> NumberPattern {
+    guard case .success(let p) = NumberNormalizer().pattern(text) else { fatalError(text) }
+    return p
+}
+
+/// The set over the directory at `path` with its journal, as `lookupd query` loads it.
+func loadDirectory(_ path: String, name: String = "main") throws -> ScreeningSet {
+    var config = LookupdConfig()
+    config.directories = [DirectoryConfig(path: path, name: name)]
+    return try ScreeningLoader.load(config, verify: true).set
+}
 
 struct TestError: Error, CustomStringConvertible {
     var description: String
