@@ -145,9 +145,7 @@ struct WallClockText {
     mutating func append(_ now: WallTime, to bytes: inout [UInt8], json: Bool) {
         if now.seconds != second {
             second = now.seconds
-            let t = UTCTime(seconds: now.seconds)
-            func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
-            text = Array("\(t.year)-\(two(t.month))-\(two(t.day))T\(two(t.hour)):\(two(t.minute)):\(two(t.second))".utf8)
+            text = Array(UTCTime(seconds: now.seconds).text.utf8)
         }
         let ms = Int(now.nanoseconds / 1_000_000)
         bytes.append(contentsOf: Array(json ? ",\"time\":\"".utf8 : " time=".utf8))

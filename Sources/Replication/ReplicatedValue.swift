@@ -1,5 +1,6 @@
 import Directory
 import Glibc
+import Screening
 import TextFormats
 
 /// The value of a replicated change in etcd (docs/CLUSTER.md, "Keys and
@@ -126,13 +127,9 @@ public struct ReplicatedValue: Equatable, Sendable {
 
     /// `2025-06-01T10:00:00.123Z` (RFC 3339, UTC, milliseconds).
     public static func formatTime(_ milliseconds: Int64) -> String {
-        var seconds = time_t(milliseconds / 1000)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
         let ms = Int(milliseconds % 1000)
         let fraction = ms < 10 ? "00\(ms)" : ms < 100 ? "0\(ms)" : "\(ms)"
-        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(fraction)Z"
+        return UTCTime(seconds: milliseconds / 1000).text + ".\(fraction)Z"
     }
 
     /// Milliseconds since 1970 for `YYYY-MM-DDTHH:MM:SS[.fraction]Z`; nil otherwise.
@@ -162,14 +159,7 @@ public struct ReplicatedValue: Equatable, Sendable {
         } else if b[19] != UInt8(ascii: "Z") {
             return nil
         }
-        var parts = tm()
-        parts.tm_year = year - 1900
-        parts.tm_mon = month - 1
-        parts.tm_mday = day
-        parts.tm_hour = hour
-        parts.tm_min = minute
-        parts.tm_sec = second
-        return Int64(timegm(&parts)) * 1000 + ms
+        return UTCTime.seconds(year: Int64(year), month: Int(month), day: Int(day), hour: Int(hour), minute: Int(minute), second: Int(second)) * 1000 + ms
     }
 
     /// Now, in milliseconds since 1970.

@@ -426,4 +426,17 @@ public struct UTCTime: Sendable, Equatable {
         minute = rest / 60 % 60
         second = rest % 60
     }
+
+    /// `YYYY-MM-DDTHH:MM:SS` (RFC 3339 without fraction or zone), for years 0 to 9999.
+    public var text: String {
+        func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        let y = String(year)
+        return String(repeating: "0", count: max(0, 4 - y.count)) + y + "-\(two(month))-\(two(day))T\(two(hour)):\(two(minute)):\(two(second))"
+    }
+
+    /// Unix time of a UTC date and time; the caller has checked the ranges
+    /// (month 1...12, day 1...31, hour 0...23, minute 0...59, second 0...60).
+    public static func seconds(year: Int64, month: Int, day: Int, hour: Int, minute: Int, second: Int) -> Int64 {
+        CivilDate.days(year: year, month: Int64(month), day: Int64(day)) * 86400 + Int64(hour * 3600 + minute * 60 + second)
+    }
 }

@@ -2,6 +2,7 @@ import Configuration
 import Daemon
 import Directory
 import Glibc
+import Screening
 import TextRules
 
 let logCommand = Command(
@@ -179,14 +180,7 @@ enum LogTime {
                 second = sec
             }
         }
-        var parts = tm()
-        parts.tm_year = year - 1900
-        parts.tm_mon = month - 1
-        parts.tm_mday = day
-        parts.tm_hour = hour
-        parts.tm_min = minute
-        parts.tm_sec = 0
-        return Double(timegm(&parts)) + second
+        return Double(UTCTime.seconds(year: Int64(year), month: Int(month), day: Int(day), hour: Int(hour), minute: Int(minute), second: 0)) + second
     }
 
     /// `--since`: an absolute time, or an age (`30s`, `15m`, `2h`, `7d`) before `now`.

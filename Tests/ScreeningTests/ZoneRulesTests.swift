@@ -131,7 +131,8 @@ final class ZoneRulesTests: XCTestCase {
         XCTAssertEqual(disagreements, [])
     }
 
-    /// The decision log's timestamps, against `date -u`: leap days, centuries, before 1970.
+    /// The decision log's and etcd values' timestamps, against `date -u`: leap days,
+    /// centuries, before 1970; and back from the calendar to the moment.
     func testUTCTimeAgreesWithGlibc() throws {
         let folder = TemporaryFolder("utc")
         defer { folder.cleanup() }
@@ -143,12 +144,12 @@ final class ZoneRulesTests: XCTestCase {
                                     environment: ["LC_ALL": "C"])
         let lines = result.stdout.split(separator: "\n").map(String.init)
         XCTAssertEqual(lines.count, moments.count)
-        func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
         var disagreements: [String] = []
         for (moment, line) in zip(moments, lines) {
             let u = UTCTime(seconds: moment)
-            let text = "\(u.year)-\(two(u.month))-\(two(u.day))T\(two(u.hour)):\(two(u.minute)):\(two(u.second))"
-            if text != line, disagreements.count < 10 { disagreements.append("@\(moment): date \(line), UTCTime \(text)") }
+            if u.text != line, disagreements.count < 10 { disagreements.append("@\(moment): date \(line), UTCTime \(u.text)") }
+            let back = UTCTime.seconds(year: u.year, month: u.month, day: u.day, hour: u.hour, minute: u.minute, second: u.second)
+            if back != moment, disagreements.count < 10 { disagreements.append("@\(moment): \(line) read back as @\(back)") }
         }
         XCTAssertEqual(disagreements, [])
     }
