@@ -599,6 +599,39 @@ final class ClusterTests: IntegrationTestCase {
         XCTAssertEqual(nodes[1].stderr.components(separatedBy: "replication: restarted").count, 2, "a reload that changes nothing keeps the thread")
     }
 
+    /// etcd down when a node starts (docs/CLUSTER.md, "Starting and
+    /// restarting"; the unit does not depend on etcd): the node answers
+    /// after start-wait from its local layer, with the changes it had, and
+    /// catches up once etcd is back.
+    func testNodeStartsWhileEtcdIsDown() throws {
+        try skipUnderSanitizers()
+        let cluster = try startCluster(1)
+        var node = try startClusterNode("a", cluster, options: "start-wait=1")
+        let peer = try UDPPeer()
+        let before = number(1, series: 10), after = number(2, series: 10)
+        XCTAssertEqual(try lookupd(["add", before, "--block", "--label", "Before Outage", "--config", node.configPath]).status, 0)
+        XCTAssertEqual(converges([before: .blocked("Before Outage")], [node], peer, timeout: 1.0), [])
+        XCTAssertTrue(terminate(node).normal)
+
+        cluster.kill(0)
+        let started = monotonicSeconds()
+        node = try startClusterNode("a", cluster, options: "start-wait=1")
+        XCTAssertEqual(answer(port: node.port, before, peer, timeout: 5), .blocked("Before Outage"), "the local layer answers while etcd is down")
+        let answered = monotonicSeconds() - started
+        XCTAssertLessThan(answered, 5.0, "first answer \(answered) s after start with etcd down")
+        XCTAssertTrue(node.stderr.contains("not caught up with etcd after 1.0 s"), node.stderr)
+        print(String(format: "ETCD DOWN AT START first answer after %.2f s (start-wait 1 s)", answered))
+
+        try cluster.start(0)
+        XCTAssertTrue(cluster.waitUntilWritable(timeout: 20))
+        let back = monotonicSeconds()
+        XCTAssertEqual(try lookupd(["add", after, "--label", "After Outage", "--config", node.configPath]).status, 0)
+        // Its watch reconnects on its own retry schedule (at most 6 s apart): bounded, generous.
+        XCTAssertEqual(converges([before: .blocked("Before Outage"), after: .labelled("After Outage")], [node], peer, timeout: 10), [])
+        print(String(format: "ETCD BACK change in force %.2f s after etcd took writes again", monotonicSeconds() - back))
+        XCTAssertTrue(eventually(timeout: 5) { ((try? self.stats(node))?[#"lookupd_replication_caught_up{directory="main"}"#] ?? 0) == 1 })
+    }
+
     /// etcd with authentication: the token file's user and password open
     /// the door; a wrong password is a clear error that changes nothing.
     func testAuthenticatedCluster() throws {
