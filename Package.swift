@@ -66,7 +66,7 @@ let package = Package(
         .target(name: "Answering", dependencies: ["Addresses", "SIP", "Screening", "Directory", "Configuration", "TextFormats", "TextRules", "CIntrinsics"]),
         .target(name: "Daemon", dependencies: ["Answering", "Addresses", "SIP", "Screening", "Directory", "Configuration", "Loading", "SystemCalls", "TextFormats", "TextRules", "CIntrinsics", "FeedRecords", "Replication"]),
         // Replication (docs/CLUSTER.md): live changes through etcd's JSON gateway, with Debian's libcurl.
-        .target(name: "Replication", dependencies: ["Configuration", "Directory", "Screening", "TextFormats", "SystemCalls", "CCurl"]),
+        .target(name: "Replication", dependencies: ["Configuration", "Directory", "Screening", "TextFormats", "TextRules", "SystemCalls", "CCurl"]),
         // FeedRecords: the feed record file format (STATE-DIRECTORY/feeds/NAME.state), read by
         // the daemon's stats too (no Foundation; files through SystemCalls).
         .target(name: "FeedRecords", dependencies: ["SystemCalls"]),

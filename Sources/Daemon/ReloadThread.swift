@@ -137,7 +137,7 @@ final class ReloadThread: @unchecked Sendable {
         notifier.reloading()
         let started = monotonicNow()
         defer { notifier.send("READY=1\nSTATUS=serving") }
-        do {
+        do throws(LoadFailure) {
             let loaded = try loader.load()
             let old = current.get().config
             if loaded.set.config.listen != old.listen || loaded.set.config.workers != old.workers

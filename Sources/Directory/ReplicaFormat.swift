@@ -1,4 +1,5 @@
 import Glibc
+import TextRules
 
 /// The replicated layer of one directory: the daemon's local copy of what
 /// etcd holds under `PREFIX/DIRECTORY/` (docs/CLUSTER.md), kept in

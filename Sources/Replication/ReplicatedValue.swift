@@ -2,6 +2,7 @@ import Directory
 import Glibc
 import Screening
 import TextFormats
+import TextRules
 
 /// The value of a replicated change in etcd (docs/CLUSTER.md, "Keys and
 /// values"): a JSON object such as
