@@ -5,14 +5,16 @@ import Replication
 import SystemCalls
 
 /// Runs the replication thread (ReplicationEngine) and hands what it
-/// publishes to the control loop: the newest layer of each directory it
+/// publishes to the reload thread: the newest layer of each directory it
 /// changed, and its stats. The thread writes a layer to disk before it
-/// publishes it; the control loop lays it over the directory in a new set
-/// as soon as the eventfd wakes it.
+/// publishes it; the reload thread (which owns the journal watcher) lays it
+/// over the directory in a new set as soon as the eventfd wakes it.
 ///
-/// Threading: created, started, drained and stopped by the control loop's
-/// thread; `publish` runs on the replication thread; `stats` is read by the
-/// control loop and the HTTP thread.
+/// Threading: created and started by the service before the reload thread
+/// runs, then drained, replaced and stopped by the reload thread (the last
+/// one stopped by the service after that thread is joined); `publish` runs
+/// on the replication thread; `stats` is read by the control loop and the
+/// HTTP thread.
 final class ReplicationFeed {
     let config: ReplicationConfig
     let directories: [String]

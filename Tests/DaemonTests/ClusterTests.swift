@@ -519,7 +519,7 @@ final class ClusterTests: IntegrationTestCase {
     }
 
     /// Short enough for every pass (the watch thread hands layers to the
-    /// control loop: ThreadSanitizer must see that done right): a single
+    /// reload thread: ThreadSanitizer must see that done right): a single
     /// etcd member, two nodes, changes in force on both within a second; a
     /// value this lookupd does not understand and a key deleted in etcd;
     /// the stats.
