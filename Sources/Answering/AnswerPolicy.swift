@@ -22,6 +22,11 @@ public final class AnswerPolicy: Sendable {
     let blockAnswers: [LocalAnswer]
     /// `block-response`: blocks by a policy, or by a directory without its own.
     let defaultBlock: LocalAnswer
+    /// `anonymous-callers = reject 433`: 433 Anonymity Disallowed (RFC 5079); nil: the
+    /// policy's block gets `defaultBlock`.
+    let anonymousRejection: LocalAnswer?
+    /// `label-to-caller`: rejections carry the label too.
+    let labelToCaller: Bool
     /// Identified callers, contacts and callers a policy labels: 302 to the Request-URI with
     /// the label and the caller's identity.
     let labelled: LocalAnswer
@@ -45,8 +50,12 @@ public final class AnswerPolicy: Sendable {
         allowFrom = config.allowFrom
         dropsRefused = config.refusalAction == .drop
         trustedPeers = config.trustAssertedIdentityFrom
-        defaultBlock = LocalAnswer(block: config.blockResponse)
-        blockAnswers = config.directories.map { LocalAnswer(block: $0.blockResponse ?? config.blockResponse) }
+        let treatment = config.treatment
+        defaultBlock = LocalAnswer(block: config.blockResponse, treatment: treatment)
+        blockAnswers = config.directories.map { LocalAnswer(block: $0.blockResponse ?? config.blockResponse, treatment: treatment) }
+        anonymousRejection = treatment.anonymousRejection433
+            ? LocalAnswer(statusCode: 433, reasonPhrase: "Anonymity Disallowed", isRejection: true) : nil
+        labelToCaller = treatment.labelToCaller
         labelled = LocalAnswer(statusCode: 302, reasonPhrase: "Moved Temporarily", contact: .requestURI, assertsIdentity: true)
         let u = config.unknownResponse
         unknown = LocalAnswer(statusCode: u.code, reasonPhrase: u.reasonPhrase, contact: u == .redirect ? .requestURI : nil)
@@ -84,6 +93,7 @@ public final class AnswerPolicy: Sendable {
     func answer(to decision: Decision) -> LocalAnswer {
         switch decision.verdict {
         case .blocked:
+            if decision.policy == .anonymous, let anonymousRejection { return anonymousRejection }
             // A directory's own block-response=, else (policies too) the configured one.
             if case .directory(let i)? = decision.source, i < blockAnswers.count { return blockAnswers[i] }
             return defaultBlock
@@ -108,14 +118,26 @@ final class LocalAnswer: Sendable {
     /// A P-Asserted-Identity with the caller's URI (the 302 of a labelled caller).
     let assertsIdentity: Bool
     let headers: [SIPHeaderField]
+    /// A call rejected: the label stays out unless `label-to-caller = yes`.
+    let isRejection: Bool
+    /// 603+: a `Reason` whose text ends with the decision's id, written around it.
+    let reasonAroundID: (prefix: String, suffix: String)?
 
     init(statusCode: Int, reasonPhrase: String, contact: SIPContact? = nil, assertsIdentity: Bool = false,
-         headers: [SIPHeaderField] = []) {
+         headers: [SIPHeaderField] = [], isRejection: Bool = false, reasonAroundID: (prefix: String, suffix: String)? = nil) {
         self.statusCode = statusCode
         self.reasonPhrase = reasonPhrase
         self.contact = contact
         self.assertsIdentity = assertsIdentity
         self.headers = headers
+        self.isRejection = isRejection
+        self.reasonAroundID = reasonAroundID
+    }
+
+    /// The headers of one answer: the fixed ones, then the 603+ Reason with `id`.
+    func headers(id: String?) -> [SIPHeaderField] {
+        guard let reasonAroundID, let id else { return headers }
+        return headers + [SIPHeaderField("Reason", reasonAroundID.prefix + id + reasonAroundID.suffix)]
     }
 
     /// 200 with `Allow` and `Accept: application/sdp` (dispatcher and qualify probes accept only 200).
@@ -124,9 +146,34 @@ final class LocalAnswer: Sendable {
                   headers: [SIPHeaderField("Allow", checks.allowHeaderValue), SIPHeaderField("Accept", "application/sdp")])
     }
 
-    /// 603, 607, 608, or 603 with `Reason: SIP;cause=603;text="Network Blocked"` (603+).
-    convenience init(block: BlockResponse) {
-        self.init(statusCode: block.code, reasonPhrase: block.reasonPhrase,
-                  headers: block == .networkBlocked ? [SIPHeaderField("Reason", "SIP;cause=603;text=\"Network Blocked\"")] : [])
+    /// 603, 607, 608 (with RFC 8688's `Call-Info` when `redress-jcard` is set), or 603+:
+    /// `603 Network Blocked` with the ATIS-1000099 Reason,
+    /// `SIP;cause=603;text="v=analytics1;url=...;tel=...;email=...;id=ID";location=RLN`,
+    /// only the configured contacts, in that order. The values were checked by `RedressRules`
+    /// when the configuration was read (none holds `"`, `\` or `;`), so the quoted text needs
+    /// no escapes.
+    convenience init(block: BlockResponse, treatment: TreatmentConfig) {
+        var headers: [SIPHeaderField] = []
+        var reason: (prefix: String, suffix: String)? = nil
+        switch block {
+        case .rejected:
+            if let url = treatment.jcardURL { headers.append(SIPHeaderField("Call-Info", "<\(url)>;purpose=jwscard")) }
+        case .networkBlocked:
+            if let redress = treatment.redress {
+                var text = "v=analytics1"
+                if let url = redress.url { text += ";url=" + url }
+                if let tel = redress.tel { text += ";tel=" + tel }
+                if let email = redress.email { text += ";email=" + email }
+                reason = ("SIP;cause=603;text=\"" + text + ";id=", "\";location=" + redress.location.rawValue)
+            } else {
+                // Only a configuration built in code gets here: lookupd.conf refuses 603+
+                // without redress.
+                headers.append(SIPHeaderField("Reason", "SIP;cause=603;text=\"Network Blocked\""))
+            }
+        case .decline, .unwanted:
+            break
+        }
+        self.init(statusCode: block.code, reasonPhrase: block.reasonPhrase, headers: headers, isRejection: true,
+                  reasonAroundID: reason)
     }
 }

@@ -78,7 +78,7 @@ extension Answerer {
     /// identified, a contact's, or one a policy or time window took part in (info); the others
     /// at debug, and never in the file. `status` 0: forwarded.
     mutating func logCall(_ request: SIPRequest, _ d: Decision, status: Int, set: ServingSet,
-                          source: SIPSourceAddress, now: WallTime, log: inout LogLines) {
+                          source: SIPSourceAddress, now: WallTime, id: String? = nil, log: inout LogLines) {
         let decided = d.verdict == .blocked || d.verdict == .identified || d.verdict == .contact || d.policy != nil
             || d.inactiveDirectory != nil
         let level: LogLevel = d.verdict == .blocked ? .notice : decided ? .info : .debug
@@ -101,6 +101,8 @@ extension Answerer {
         if let m = d.match { line.field("rule", m.description) } else if let policy = d.policy { line.field("rule", "policy:" + policy.rawValue) }
         line.field("call-id", request.callID.bytes)
         line.field("from", source.ip.contains(":") ? "[\(source.ip)]:\(source.port)" : "\(source.ip):\(source.port)")
+        // The decision id (the one a 603+ gave the caller, who quotes it asking for redress).
+        line.field("id", id ?? DecisionID.make(request, source: source))
         if let name = request.from.displayName?.bytes, !name.isEmpty { line.field("display-name", name) }
         line.end()
         if decided {

@@ -179,12 +179,16 @@ public struct Answerer {
         guard let proxy, decision.verdict != .blocked else {
             // Answered here: every verdict in redirect mode, a blocked caller in proxy mode too.
             let local = policy.answer(to: decision)
+            let id = local.reasonAroundID != nil ? DecisionID.make(request, source: from) : nil
             var response = SIPResponse(statusCode: local.statusCode, reasonPhrase: local.reasonPhrase, source: from,
                                        contact: local.contact, identity: local.assertsIdentity ? identity : nil,
-                                       labelHeaderName: policy.labelHeader, headers: local.headers)
+                                       labelHeaderName: policy.labelHeader, headers: local.headers(id: id))
             response.plainQuotedStrings = policy.plainQuotedStrings
             let action: Action
-            if let label = decision.label {
+            // A rejection goes back toward the caller (a PBX relays it, a trunk maps it to a
+            // release cause): a scammer would learn how he is labelled. Only a labelled 302,
+            // which the PBX acts on, carries the label unless label-to-caller says otherwise.
+            if let label = decision.label, !local.isRejection || policy.labelToCaller {
                 // The closure takes the counters, not the answerer: capturing `self` would copy it.
                 let counters = self.counters
                 action = set.screening.withLabel(label) { labelBytes in
@@ -194,7 +198,7 @@ public struct Answerer {
             } else {
                 action = reply(request, &response, into: out)
             }
-            logCall(request, decision, status: local.statusCode, set: set, source: from, now: now, log: &log)
+            logCall(request, decision, status: local.statusCode, set: set, source: from, now: now, id: id, log: &log)
             return action
         }
         return forward(request, decision: decision, from: source, address: from, set: set, proxy: proxy, now: now,

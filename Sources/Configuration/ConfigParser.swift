@@ -21,6 +21,8 @@ public enum ConfigParser {
         var nationalLength: ClosedRange<Int>? = nil
         var allowFrom: [CIDR] = []
         var sawAllowFrom = false
+        /// The first line that asks for 603+ (block-response, or a directory's own).
+        var firstNetworkBlockedLine: Int?
 
         func resolve(_ path: String) -> String {
             if path.hasPrefix("/") || folder == "." { return path }
@@ -162,7 +164,7 @@ public enum ConfigParser {
                 summary: "Open SIP TCP connections per worker before new ones are refused (default 4096)."),
         .number("tcp-idle-timeout", "SECONDS", 1...86400, unit: "seconds", \.config.tcpIdleTimeout,
                 summary: "Close a SIP TCP connection idle this long, or one stuck mid-message (default 120)."),
-    ] + screeningKeys + feedKeys + operationsKeys + proxyKeys + replicationKeys
+    ] + screeningKeys + treatmentKeys + feedKeys + operationsKeys + proxyKeys + replicationKeys
 
     /// The largest lookupd.conf read: a configuration is a few kilobytes.
     public static let maxFileSize = 1 << 20
@@ -253,6 +255,7 @@ public enum ConfigParser {
             } catch {
                 errors.append(Diagnostic(file: path, line: lineNumber, message: "\(key): \(error.message)"))
             }
+            if state.firstNetworkBlockedLine == nil, state.config.usesNetworkBlocked { state.firstNetworkBlockedLine = lineNumber }
         }
         // The checks of the whole file would only repeat what a bad line already said.
         guard errors.isEmpty else { return state.config }
@@ -278,6 +281,7 @@ public enum ConfigParser {
         try finishScreening(&state, seen: seen, path: path)
         try finishProxy(&state, seen: seen, path: path)
         try finishReplication(&state, seen: seen, path: path)
+        try finishTreatment(state, seen: seen, path: path)
         return state.config
     }
 

@@ -168,6 +168,13 @@ public struct LookupdConfig: Sendable {
     public var operations = OperationsConfig()
     /// `replicate`: live changes through etcd; nil: this node's journals only.
     public var replication: ReplicationConfig? = nil
+    /// How rejections are worded: redress, redress-jcard, reject 433, label-to-caller.
+    public var treatment = TreatmentConfig()
+
+    /// Whether any block is answered 603+ (which needs `redress`).
+    public var usesNetworkBlocked: Bool {
+        blockResponse == .networkBlocked || directories.contains { $0.blockResponse == .networkBlocked }
+    }
 
     public init() {}
 }

@@ -29,8 +29,10 @@ extension ConfigParser {
     static let screeningKeys: [ConfigKey] = [
         .path("contacts-dir",
               summary: "Folder of per-callee contacts: 1001.vcf or 1001.csv holds the contacts of callee 1001 (Request-URI user as sent, or a full number), consulted before the global contacts.") { $0.config.contactsDirectory = $1 },
-        .policy("anonymous-callers", .anonymous, \.config.policies.anonymous,
-                summary: "Withheld callers (anonymous, restricted, Privacy: id): let through (default), block, or let through labelled (default label Anonymous)."),
+        ConfigKey(name: "anonymous-callers", syntax: "allow | block | reject 433 | label [TEXT] [active=WINDOWS]", repeatable: false,
+                  summary: "Withheld callers (anonymous, restricted, Privacy: id): let through (default), block (with the block response), reject 433 (block with 433 Anonymity Disallowed, RFC 5079), or let through labelled (default label Anonymous).") { s, v throws(ValueError) in
+            try parseAnonymousPolicy(&s, v)
+        },
         .policy("invalid-callers", .invalid, \.config.policies.invalid,
                 summary: "Callers whose identity is not a number (empty, too short, all zeros, letters): allow (default), block, or label (default label Invalid Number)."),
         ConfigKey(name: "bypass", syntax: "NUMBER[*][, NUMBER[*]...]", repeatable: true,

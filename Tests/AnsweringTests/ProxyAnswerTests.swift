@@ -34,7 +34,8 @@ final class ProxyAnswerTests: XCTestCase {
         let f = try AnsweringFixture(["block-response = 607"], proxy: true)
         let r = f.send(Requests.invite(from: "+8613800138000"))
         XCTAssertEqual(r.status, "SIP/2.0 607 Unwanted")
-        XCTAssertEqual(r.header("X-Caller-Label"), ["\"Fraud Risk\""])
+        // The rejection goes back toward the caller: no label (label-to-caller).
+        XCTAssertEqual(r.header("X-Caller-Label"), [])
         // Its ACK carries the To tag lookupd derived: absorbed, never sent to a PBX that never
         // saw the INVITE.
         let to = r.header("To")[0]

@@ -52,12 +52,15 @@ final class RedirectAnswerTests: XCTestCase {
     func testBlockedCallersGetTheirDirectorysBlockResponse() throws {
         for (setting, status, reason) in [("603", "SIP/2.0 603 Decline", nil), ("607", "SIP/2.0 607 Unwanted", nil),
                                           ("608", "SIP/2.0 608 Rejected", nil),
-                                          ("603+", "SIP/2.0 603 Network Blocked", "SIP;cause=603;text=\"Network Blocked\"")] {
-            let f = try AnsweringFixture(["block-response = \(setting)"])
+                                          ("603+", "SIP/2.0 603 Network Blocked", "SIP;cause=603;text=\"v=analytics1;tel=+18005550100;id=")] {
+            // label-to-caller = yes: today's label on a rejection (the default is none,
+            // TreatmentAnswerTests).
+            let f = try AnsweringFixture(["block-response = \(setting)", "redress = tel=+18005550100 location=RLN", "label-to-caller = yes"])
             let labelled = f.send(Requests.invite(from: "+8613800138000"))
             XCTAssertEqual(labelled.status, status)
             XCTAssertEqual(labelled.header("X-Caller-Label"), ["\"Fraud Risk\""])
-            XCTAssertEqual(labelled.header("Reason"), reason.map { [$0] } ?? [])
+            XCTAssertEqual(labelled.header("Reason").count, reason == nil ? 0 : 1)
+            if let reason { XCTAssertTrue(labelled.header("Reason")[0].hasPrefix(reason), labelled.text) }
             XCTAssertEqual(labelled.header("Contact"), [])
             XCTAssertEqual(labelled.header("P-Asserted-Identity"), [])
             // A block without a label says so with no label header at all.

@@ -94,6 +94,9 @@ class DaemonTestCase: XCTestCase {
     var folder: String!
     private var daemons: [LookupdDaemon] = []
     var planConfig: String { path("plan.conf") }
+    /// Most daemon tests tell which entry answered by the label a block carries, so their
+    /// daemons run with `label-to-caller = yes`; TreatmentTests checks the default (none).
+    class var rejectionsCarryLabel: Bool { true }
 
     override func setUpWithError() throws {
         try super.setUpWithError()
@@ -171,6 +174,7 @@ class DaemonTestCase: XCTestCase {
             "state-directory = \(path("state-" + name))",
         ]
         if !extra.contains(where: { $0.hasPrefix("workers") }) { lines.append("workers = 2") }
+        if Self.rejectionsCarryLabel { lines.append("label-to-caller = yes") }
         return (lines + extra).joined(separator: "\n") + "\n"
     }
 

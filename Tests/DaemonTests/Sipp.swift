@@ -17,7 +17,7 @@ struct SippCall {
     }
 }
 
-/// The answer signature invite.xml builds: STATUS|LABEL|PAI|CONTACT|CAUSE/TEXT.
+/// The answer signature invite.xml builds: STATUS|LABEL|PAI|CONTACT|CAUSE/REDRESS/LOCATION.
 enum Answer {
     /// A label as the daemon writes it: a quoted-string, `"` and `\` escaped.
     static func quoted(_ label: String) -> String {
@@ -25,8 +25,8 @@ enum Answer {
     }
 
     static func signature(_ status: String, label: String? = nil, pai: String? = nil, contact: String? = nil,
-                          reason: (cause: Int, text: String)? = nil) -> String {
-        [status, label.map(quoted) ?? "-", pai ?? "-", contact ?? "-", reason.map { "\($0.cause)/\($0.text)" } ?? "-/-"]
+                          reason: (cause: Int, text: String, location: String)? = nil) -> String {
+        [status, label.map(quoted) ?? "-", pai ?? "-", contact ?? "-", reason.map { "\($0.cause)/\($0.text)/\($0.location)" } ?? "-/-/-"]
             .joined(separator: "|")
     }
 
@@ -41,8 +41,13 @@ enum Answer {
         signature("302 Moved Temporarily", contact: "<sip:\(callee)@127.0.0.1:\(port)>")
     }
 
+    /// The `redress` line of a daemon that answers 603+.
+    static let redress = "redress = tel=+18005550100 location=RLN"
+
+    /// `networkBlocked`: 603+ with `Answer.redress`'s contact (invite.xml checks the `id` is
+    /// there and leaves it out of the signature: it differs per call).
     static func blocked(_ status: String, label: String?, networkBlocked: Bool = false) -> String {
-        signature(status, label: label, reason: networkBlocked ? (603, "Network Blocked") : nil)
+        signature(status, label: label, reason: networkBlocked ? (603, "tel=+18005550100", "RLN") : nil)
     }
 }
 

@@ -51,7 +51,7 @@ final class SippScenarioTests: DaemonTestCase {
         ])
         XCTAssertNotEqual(wrong.status, 0, "a wrong expectation must fail the sipp run: \(wrong.report)")
         XCTAssertEqual(wrong.failed, 1, wrong.report)
-        XCTAssertTrue(wrong.log.contains("verdict=MISMATCH got=603 Decline|\"Fraud Risk\"|-|-|-/-"), wrong.log)
+        XCTAssertTrue(wrong.log.contains("verdict=MISMATCH got=603 Decline|\"Fraud Risk\"|-|-|-/-/-"), wrong.log)
 
         // Every INVITE sipp sent was answered and counted (the malformed ones count as malformed, not as requests).
         let stats = try stats(daemon)
@@ -67,7 +67,7 @@ final class SippScenarioTests: DaemonTestCase {
         _ = try requireSipp()
         try compile("number,action,label\n+8613300000608,block,Robocaller\n", to: "robo.lkd")
         try compile("number,action,label\n+8613300000603,block,Network Spam\n+8613300000604,block,\n", to: "network.lkd")
-        let daemon = try startDaemon(["block-response = 607", "unknown-response = 404"],
+        let daemon = try startDaemon(["block-response = 607", "unknown-response = 404", Answer.redress],
                                      directories: ["main.lkd name=main", "robo.lkd name=robo block-response=608",
                                                    "network.lkd name=network block-response=603+"])
         let port = daemon.port
@@ -92,7 +92,7 @@ final class SippScenarioTests: DaemonTestCase {
     func testGlobal608And603PlusAnd503() throws {
         _ = try requireSipp()
         let rejecting = try startDaemon(["block-response = 608", "unknown-response = 503"], name: "rejecting")
-        let networkBlocking = try startDaemon(["block-response = 603+"], name: "network")
+        let networkBlocking = try startDaemon(["block-response = 603+", Answer.redress], name: "network")
         for transport in [SippTransport.udp, .tcp] {
             let calls = [
                 SippCall(caller: Caller.fraud, want: Answer.blocked("608 Rejected", label: "Fraud Risk")),

@@ -78,6 +78,9 @@ final class ConfigurationTests: XCTestCase {
         refuse-action = drop
         trust-asserted-identity-from = 10.0.0.0/8 10.1.0.0/16
         block-response = 603+
+        redress = url=https://redress.example.net/ tel=+18005550100 email=redress@example.net location=RLN
+        redress-jcard = https://example.net/jcard.jws
+        label-to-caller = yes
         unknown-response = 404
         label-header = X-Spam-Label
         label-escapes = replace
@@ -126,6 +129,11 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(c.blockResponse, .networkBlocked)
         XCTAssertEqual(c.blockResponse.code, 603)
         XCTAssertEqual(c.blockResponse.reasonPhrase, "Network Blocked")
+        XCTAssertEqual(c.treatment.redress, Redress(url: "https://redress.example.net/", tel: "+18005550100",
+                                                    email: "redress@example.net", location: .remoteNetwork))
+        XCTAssertEqual(c.treatment.jcardURL, "https://example.net/jcard.jws")
+        XCTAssertTrue(c.treatment.labelToCaller)
+        XCTAssertFalse(c.treatment.anonymousRejection433)
         XCTAssertEqual(c.unknownResponse, .notFound)
         XCTAssertEqual(c.labelHeader, "X-Spam-Label")
         XCTAssertEqual(c.labelEscapes, .replace)
@@ -204,6 +212,45 @@ final class ConfigurationTests: XCTestCase {
                        "/etc/lookupd/lookupd.conf:3: 'country-code' is already set on line 1; it may appear once")
         XCTAssertEqual(error("workers = 2\n\n# again\nworkers = 2\n"),
                        "/etc/lookupd/lookupd.conf:4: 'workers' is already set on line 1; it may appear once")
+    }
+
+    /// Issue 17: 603+ needs a redress contact; the error names the line that asks for 603+.
+    func testNetworkBlockedNeedsRedress() throws {
+        XCTAssertEqual(error("log-level = info\nblock-response = 603+\n"),
+                       "/etc/lookupd/lookupd.conf:2: 603+ needs a 'redress = url=... | tel=... | email=... location=...' line (ATIS-1000099 asks for a redress contact)")
+        XCTAssertTrue(error("directory = a.lkd\ndirectory = b.lkd block-response=603+\nblock-response = 603+\n")?
+            .hasPrefix("/etc/lookupd/lookupd.conf:2: 603+ needs a 'redress") ?? false)
+        XCTAssertNil(try parse("block-response = 603+\nredress = tel=+18005550100 location=RPN\n").treatment.redress?.url)
+        XCTAssertEqual(try parse("redress = location=RLN email=a@example.net\nblock-response = 603+\n").treatment.redress?.email, "a@example.net")
+        let cases: [(String, String)] = [
+            ("redress = location=RLN", "redress: give at least one of url=, tel= and email="),
+            ("redress = tel=+18005550100", "redress: location= is required (RLN for a carrier serving the callee, RPN for the callee's PBX)"),
+            ("redress = tel=+18005550100 location=XX", "redress: location= must be LN, TN, LPN, RPN or RLN"),
+            ("redress = url=http://example.net location=RLN", "redress: url=: expected an https:// URL"),
+            ("redress = url=https://example.net/\"x location=RLN", "redress: unterminated quote"),
+            ("redress = url=https://example.net/a;id=forged location=RLN", "redress: url=: ';' cannot be carried in a Reason text (percent-encode it)"),
+            ("redress = url=\"https://example.net/a b\" location=RLN", "redress: url=: only printable ASCII, without spaces (percent-encode the rest)"),
+            ("redress = url=https://example.net/\\ location=RLN", "redress: url=: '\\' cannot be carried in a Reason text (percent-encode it)"),
+            ("redress = url=https://exämple.net location=RLN", "redress: url=: only printable ASCII, without spaces (percent-encode the rest)"),
+            ("redress = tel=18005550100 location=RLN", "redress: tel=: expected an E.164 number (+ and 1 to 15 digits, e.g. +18005550100)"),
+            ("redress = tel=+1800555010012345 location=RLN", "redress: tel=: expected an E.164 number (+ and 1 to 15 digits, e.g. +18005550100)"),
+            ("redress = email=nobody location=RLN", "redress: email=: expected an address such as redress@example.net"),
+            ("redress = email=a@b@example.net location=RLN", "redress: email=: expected an address such as redress@example.net"),
+            ("redress = tel=+1 tel=+2 location=RLN", "redress: tel= given twice"),
+            ("redress = fax=+18005550100 location=RLN", "redress: unknown redress option 'fax' (expected url=, tel=, email= or location=)"),
+            ("redress-jcard = http://example.net/j", "redress-jcard: expected an https:// URL"),
+            ("anonymous-callers = reject 403", "anonymous-callers: reject takes 433 (Anonymity Disallowed, RFC 5079)"),
+            ("anonymous-callers = reject", "anonymous-callers: reject takes 433 (Anonymity Disallowed, RFC 5079)"),
+            ("label-to-caller = maybe", "label-to-caller: expected yes or no"),
+        ]
+        for (text, message) in cases {
+            XCTAssertEqual(error(text + "\n"), "/etc/lookupd/lookupd.conf:1: " + message, text)
+        }
+        let anonymous = try parse("anonymous-callers = reject 433 active=22:00-07:00\n")
+        XCTAssertTrue(anonymous.treatment.anonymousRejection433)
+        XCTAssertEqual(anonymous.policies.anonymous.action, .block)
+        XCTAssertNotNil(anonymous.policies.anonymous.active)
+        XCTAssertFalse(try parse("anonymous-callers = block\n").treatment.anonymousRejection433)
     }
 
     func testBadValues() {
@@ -341,6 +388,7 @@ final class ConfigurationTests: XCTestCase {
         directory = a.lkd name=first block-response=607
         directory = b.lkd block-response=603+ name="Second list"
         directory = c.lkd
+        redress = email=redress@example.net location=RLN
         """)
         XCTAssertEqual(c.directories.map(\.name), ["first", "Second list", "c.lkd"])
         XCTAssertEqual(c.directories.map(\.blockResponse), [.unwanted, .networkBlocked, nil])

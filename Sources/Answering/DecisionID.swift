@@ -1,0 +1,44 @@
+import Directory
+import SIP
+import TextRules
+
+/// The id of one decision (issue 17): what a blocked caller quotes when asking for redress
+/// and what the operator searches the decision log for. 32 hex digits, within
+/// `RedressRules.isDecisionID`.
+///
+/// Derived from what makes a request this transaction — Call-ID, From tag, CSeq, the top
+/// Via's branch — and from where it came, never from a counter or the clock: a
+/// retransmission of the same INVITE gets the same id (the log shows one decision, not
+/// several), and no state is kept to make it. 128 bits, so that two calls share an id only
+/// if they share all of these (a carrier's year of calls gives no accidental match).
+///
+/// Threading: a namespace.
+enum DecisionID {
+    static func make(_ request: SIPRequest, source: SIPSourceAddress) -> String {
+        var low = XXH64(seed: 0x6c6f_6f6b_7570_6431)
+        var high = XXH64(seed: 0x7265_6472_6573_7331)
+        func add(_ bytes: UnsafeRawBufferPointer) {
+            // Length first, so that no two field lists hash as one.
+            var count = UInt32(truncatingIfNeeded: bytes.count).littleEndian
+            withUnsafeBytes(of: &count) { low.update($0); high.update($0) }
+            low.update(bytes)
+            high.update(bytes)
+        }
+        let empty = UnsafeRawBufferPointer(start: nil, count: 0)
+        add(request.callID.bytes)
+        add(request.from.tag?.bytes ?? empty)
+        var cseq = request.cseqNumber.littleEndian
+        withUnsafeBytes(of: &cseq) { add($0) }
+        add(request.topVia.branch?.bytes ?? empty)
+        var ip = source.ip
+        ip.withUTF8 { add(UnsafeRawBufferPointer($0)) }
+        var port = source.port.littleEndian
+        withUnsafeBytes(of: &port) { add($0) }
+        return hex(high.finalize()) + hex(low.finalize())
+    }
+
+    private static func hex(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+}

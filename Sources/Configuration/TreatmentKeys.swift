@@ -1,0 +1,75 @@
+import Directory
+import TextRules
+
+/// Keys of call treatment: how a rejection is worded (docs/SIP.md, *Rejections*). Kept apart
+/// from the core keys; `ConfigParser.keys` lists them after the screening keys.
+extension ConfigParser {
+    static let treatmentKeys: [ConfigKey] = [
+        ConfigKey(name: "redress", syntax: "[url=URL] [tel=E164] [email=ADDRESS] location=LN|TN|LPN|RPN|RLN", repeatable: false,
+                  summary: "Where a caller blocked with 603+ asks for redress (ATIS-1000099): at least one of an https URL, an E.164 number and an e-mail address, and location=, the network that blocks as the caller sees it (RLN: the callee's carrier, RPN: the callee's PBX, TN: a transit network, LN and LPN: the caller's own). Required when any block response is 603+.") { s, v throws(ValueError) in
+            s.config.treatment.redress = try parseRedress(v)
+        },
+        ConfigKey(name: "redress-jcard", syntax: "URL", repeatable: false,
+                  summary: "The https URL of your signed jCard (RFC 8688): 608 answers then carry Call-Info: <URL>;purpose=jwscard (default: no Call-Info).") { s, v throws(ValueError) in
+            if let problem = RedressRules.urlProblem(v) { throw ValueError(problem) }
+            s.config.treatment.jcardURL = v
+        },
+        .flag("label-to-caller", \.config.treatment.labelToCaller,
+              summary: "Whether the answers lookupd rejects calls with carry the label (default no: a rejection reaches the caller, who would learn how he is labelled; yes when lookupd's client is a PBX that reads it)."),
+    ]
+
+    static func parseRedress(_ value: String) throws(ValueError) -> Redress {
+        var url: String?, tel: String?, email: String?, location: Redress.Location?
+        for word in try splitWords(value) {
+            guard let eq = word.firstIndex(of: "=") else { throw ValueError("expected key=value, got '\(word)'") }
+            let key = String(word[..<eq]), text = String(word[word.index(after: eq)...])
+            let problem: String?
+            switch key {
+            case "url":
+                guard url == nil else { throw ValueError("url= given twice") }
+                (url, problem) = (text, RedressRules.urlProblem(text))
+            case "tel":
+                guard tel == nil else { throw ValueError("tel= given twice") }
+                (tel, problem) = (text, RedressRules.telProblem(text))
+            case "email":
+                guard email == nil else { throw ValueError("email= given twice") }
+                (email, problem) = (text, RedressRules.emailProblem(text))
+            case "location":
+                guard let l = Redress.Location(rawValue: text) else { throw ValueError("location= must be \(alternatives(Redress.Location.self))") }
+                location = l
+                problem = nil
+            default:
+                throw ValueError("unknown redress option '\(key)' (expected url=, tel=, email= or location=)")
+            }
+            if let problem { throw ValueError("\(key)=: \(problem)") }
+        }
+        guard url != nil || tel != nil || email != nil else { throw ValueError("give at least one of url=, tel= and email=") }
+        // Where the call was released depends on where lookupd sits; a guessed default would
+        // tell the caller the wrong network to ask.
+        guard let location else { throw ValueError("location= is required (RLN for a carrier serving the callee, RPN for the callee's PBX)") }
+        return Redress(url: url, tel: tel, email: email, location: location)
+    }
+
+    /// `anonymous-callers`: a policy, or `reject 433` (block with 433 Anonymity Disallowed).
+    static func parseAnonymousPolicy(_ s: inout State, _ value: String) throws(ValueError) {
+        var words = try splitWords(value)
+        s.config.treatment.anonymousRejection433 = false
+        if words.first == "reject" {
+            guard words.count >= 2, words[1] == "433" else { throw ValueError("reject takes 433 (Anonymity Disallowed, RFC 5079)") }
+            words.removeFirst(2)
+            s.config.treatment.anonymousRejection433 = true
+            s.config.policies.anonymous = try parsePolicy((["block"] + words).joined(separator: " "), rule: .anonymous)
+            return
+        }
+        s.config.policies.anonymous = try parsePolicy(value, rule: .anonymous)
+    }
+
+    /// 603+ tells the caller whom to ask for redress: it is refused without a redress line.
+    /// `line` is the first line that asks for 603+.
+    static func finishTreatment(_ s: State, seen: [String: Int], path: String) throws(Diagnostic) {
+        if let line = s.firstNetworkBlockedLine, s.config.treatment.redress == nil {
+            throw Diagnostic(file: path, line: line,
+                             message: "603+ needs a 'redress = url=... | tel=... | email=... location=...' line (ATIS-1000099 asks for a redress contact)")
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import XCTest
+@testable import Answering
+
+/// Issue 17, first part: how a rejection is worded. 603+ per ATIS-1000099 with redress and a
+/// decision id, 433 for withheld callers, RFC 8688's jCard on 608, and no label toward the
+/// caller.
+final class TreatmentAnswerTests: XCTestCase {
+    func test603PlusCarriesTheRedressAndADecisionIDTheLogHas() throws {
+        for (redress, contacts) in [
+            ("url=https://redress.example.net/block location=RLN", ";url=https://redress.example.net/block"),
+            ("tel=+18005550100 location=RPN", ";tel=+18005550100"),
+            ("email=redress@example.net location=TN", ";email=redress@example.net"),
+            ("email=r@example.net tel=+18005550100 url=https://example.net/r?a=1&b=%22 location=LN",
+             ";url=https://example.net/r?a=1&b=%22;tel=+18005550100;email=r@example.net"),
+        ] {
+            let f = try AnsweringFixture(["block-response = 603+", "redress = \(redress)"])
+            let r = f.send(Requests.invite(from: "+8613800138000"))
+            XCTAssertEqual(r.status, "SIP/2.0 603 Network Blocked")
+            let reasons = r.header("Reason")
+            XCTAssertEqual(reasons.count, 1, r.text)
+            let reason = try XCTUnwrap(reasons.first)
+            let id = try XCTUnwrap(ATISReason.id(reason), reason)
+            XCTAssertTrue(reason.hasPrefix("SIP;cause=603;text=\"v=analytics1\(contacts);id="), reason)
+            XCTAssertTrue(reason.hasSuffix(";location=" + String(redress.split(separator: "=").last!)), reason)
+            // The operator finds the decision by the id the caller quotes.
+            let log = String(decoding: f.log.bytes, as: UTF8.self)
+            XCTAssertNotNil(log.range(of: #"<5>call [^\n]* verdict=blocked [^\n]* id=\#(id)[ \n]"#, options: .regularExpression), log)
+            // Only the one line, and a retransmission gets the same id.
+            XCTAssertEqual(f.send(Requests.invite(from: "+8613800138000")).header("Reason"), [reason])
+            // Another call (another Call-ID) gets another one.
+            let other = try XCTUnwrap(ATISReason.id(f.send(Requests.invite(from: "+8613800138000", callID: "other@192.0.2.9")).header("Reason")[0]))
+            XCTAssertNotEqual(other, id)
+        }
+    }
+
+    func testDecisionIDsFollowTheTransactionNotTheClock() throws {
+        let f = try AnsweringFixture(["block-response = 603+", "redress = tel=+18005550100 location=RLN"])
+        func id(_ bytes: [UInt8], port: UInt16 = 5060) throws -> String {
+            try XCTUnwrap(ATISReason.id(f.send(bytes, port: port).header("Reason").first ?? ""))
+        }
+        let first = try id(Requests.invite(from: "+8613800138000"))
+        f.now = WallTime(seconds: 1_700_000_031)
+        XCTAssertEqual(try id(Requests.invite(from: "+8613800138000")), first, "a retransmission 31 s later")
+        XCTAssertNotEqual(try id(Requests.invite(from: "+8613800138000", branch: "z9hG4bKnew")), first, "a new transaction")
+        XCTAssertNotEqual(try id(Requests.invite(from: "+8613800138000"), port: 5062), first, "another source")
+        XCTAssertEqual(first.count, 32)
+        // Every logged decision has one, 603+ or not.
+        let log = String(decoding: f.log.bytes, as: UTF8.self)
+        XCTAssertEqual(log.components(separatedBy: " id=").count - 1, 4, log)
+        f.log.removeAll()
+        _ = f.send(Requests.invite(from: "+8618600000000"))
+        XCTAssertNotNil(String(decoding: f.log.bytes, as: UTF8.self).range(of: #" verdict=identified [^\n]* id=[0-9a-f]{32}[ \n]"#, options: .regularExpression))
+    }
+
+    func testAnonymousCallersMayGet433() throws {
+        let f = try AnsweringFixture(["anonymous-callers = reject 433", "block-response = 608"])
+        let r = f.send(Requests.invite(fromHeader: "From: \"Anonymous\" <sip:anonymous@anonymous.invalid>;tag=1"))
+        XCTAssertEqual(r.status, "SIP/2.0 433 Anonymity Disallowed")
+        XCTAssertEqual(r.header("Contact"), [])
+        XCTAssertEqual(f.count(.policyAnonymousBlock), 1)
+        // Privacy: id withholds the number too.
+        XCTAssertEqual(f.send(Requests.invite(extra: ["Privacy: id"])).status, "SIP/2.0 433 Anonymity Disallowed")
+        // Other blocks keep the block response.
+        XCTAssertEqual(f.send(Requests.invite(from: "+8613800138000")).status, "SIP/2.0 608 Rejected")
+        // `block` still answers with the block response.
+        let b = try AnsweringFixture(["anonymous-callers = block", "block-response = 608"])
+        XCTAssertEqual(b.send(Requests.invite(extra: ["Privacy: id"])).status, "SIP/2.0 608 Rejected")
+    }
+
+    func test608CarriesTheJCardOnlyWhenConfiguredAndNeverALabel() throws {
+        let plain = try AnsweringFixture(["block-response = 608"])
+        let r = plain.send(Requests.invite(from: "+8613800138000"))
+        XCTAssertEqual(r.status, "SIP/2.0 608 Rejected")
+        XCTAssertEqual(r.header("Call-Info"), [])
+        let f = try AnsweringFixture(["block-response = 608", "redress-jcard = https://example.net/jcard.jws", "label-to-caller = yes"])
+        let j = f.send(Requests.invite(from: "+8613800138000"))
+        XCTAssertEqual(j.header("Call-Info"), ["<https://example.net/jcard.jws>;purpose=jwscard"])
+        // The second directory's 607 and lookupd's other answers carry none.
+        XCTAssertEqual(f.send(Requests.invite(from: "+8613000000001")).header("Call-Info"), [])
+        XCTAssertEqual(f.send(Requests.invite(from: "+8618600000000")).header("Call-Info"), [])
+        // The jCard is the blocker's, not the caller's: it never holds the label.
+        XCTAssertFalse(j.header("Call-Info")[0].contains("Fraud"), j.text)
+    }
+
+    func testRejectionsCarryNoLabelUnlessLabelToCallerSaysSo() throws {
+        for mode in [false, true] {
+            let f = try AnsweringFixture(["block-response = 603+", "redress = tel=+18005550100 location=RLN"], proxy: mode)
+            let blocked = f.send(Requests.invite(from: "+8613800138000"))
+            XCTAssertEqual(blocked.status, "SIP/2.0 603 Network Blocked")
+            XCTAssertFalse(blocked.text.contains("Fraud Risk"), blocked.text)
+            XCTAssertEqual(blocked.header("X-Caller-Label"), [])
+            // The decision log keeps it, for the operator.
+            XCTAssertTrue(String(decoding: f.log.bytes, as: UTF8.self).contains("label=\"Fraud Risk\""))
+            let yes = try AnsweringFixture(["block-response = 603+", "redress = tel=+18005550100 location=RLN", "label-to-caller = yes"], proxy: mode)
+            XCTAssertEqual(yes.send(Requests.invite(from: "+8613800138000")).header("X-Caller-Label"), ["\"Fraud Risk\""])
+        }
+        // A labelled caller's 302 goes to the PBX, not the caller: it keeps the label.
+        let f = try AnsweringFixture()
+        XCTAssertEqual(f.send(Requests.invite(from: "+8618600000000")).header("X-Caller-Label"), ["\"China Unicom Customer Service\""])
+        // 433 carries none either.
+        let a = try AnsweringFixture(["anonymous-callers = reject 433"])
+        XCTAssertEqual(a.send(Requests.invite(extra: ["Privacy: id"])).header("X-Caller-Label"), [])
+    }
+}
