@@ -69,7 +69,7 @@ enum FuzzCheck {
 enum AnswerCheck {
     static let fixedHeaders: Set<String> = [
         "via", "from", "to", "call-id", "cseq", "contact", "p-asserted-identity",
-        "reason", "allow", "accept", "unsupported", "retry-after", "content-length",
+        "reason", "call-info", "allow", "accept", "unsupported", "retry-after", "content-length",
     ]
 
     static func response(_ answer: UnsafeRawBufferPointer, labelHeader: String, request: UnsafeRawBufferPointer) {

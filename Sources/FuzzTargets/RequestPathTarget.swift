@@ -12,9 +12,10 @@ import TextFormats
 ///   bits 1-2  source: 127.0.0.1 (allowed), 127.0.0.2 (allowed, trusted for
 ///             P-Asserted-Identity), 192.0.2.9 (outside allow-from),
 ///             2001:db8::7 (IPv6, allowed and trusted)
-///   bit 3     configuration A (defaults, 603+ blocks) or B (small
+///   bit 3     configuration A (defaults, 603+ blocks with redress) or B (small
 ///             max-message-size, 404 for unknown callers, drop refused
-///             peers, a custom label header, debug logging)
+///             peers, a custom label header, 608 with a jCard, labels on
+///             rejections, 433 for withheld callers, debug logging)
 ///
 /// Checked for every answer: it is one well-formed SIP response whose
 /// header lines are only the ones lookupd writes (no text from the request
@@ -105,6 +106,7 @@ final class RequestPathTarget: @unchecked Sendable {
         """
         let a = common + """
         block-response = 603+
+        redress = url=https://redress.example.net/r tel=+18005550100 email=redress@example.net location=RLN
         log-level = info
 
         """
@@ -114,6 +116,9 @@ final class RequestPathTarget: @unchecked Sendable {
         refuse-action = drop
         label-header = X-Label
         block-response = 608
+        redress-jcard = https://example.net/jcard.jws
+        label-to-caller = yes
+        anonymous-callers = reject 433
         log-level = debug
 
         """
