@@ -298,7 +298,7 @@ final class PolicyTests: XCTestCase {
         func error(_ text: String) -> String {
             do { _ = try ConfigParser.parse(text, path: "l.conf"); return "parsed" } catch { return error.description }
         }
-        XCTAssertEqual(error("anonymous-callers = reject"), "l.conf:1: anonymous-callers: expected allow, block or label [TEXT]")
+        XCTAssertEqual(error("anonymous-callers = deny"), "l.conf:1: anonymous-callers: expected allow, block or label [TEXT]")
         XCTAssertEqual(error("invalid-callers = label Two Words"), "l.conf:1: invalid-callers: unexpected 'Words' (a label with spaces needs quotes; options: active=)")
         XCTAssertEqual(error("verstat-failed = label \"bad\u{7}\""), "l.conf:1: verstat-failed: bad label: label contains the control character U+0007")
         XCTAssertEqual(error("verstat-failed-contacts = maybe"), "l.conf:1: verstat-failed-contacts: expected trust or ignore")
