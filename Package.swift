@@ -11,10 +11,11 @@
 //               modes, compiled once per serving set; no socket, no thread
 //   Daemon      sockets, workers, reload, signals, control socket: I/O only
 //   Replication live changes to and from etcd (watch thread, replicated layers)
-// on TextRules, TextFormats, Addresses, Configuration (lookupd.conf), Loading (what the
-// configuration names, read at start-up and reload), SystemCalls (the one layer every file
-// and socket call goes through); FeedRecords and Feeds (lookupd update), the thin `lookupd`
-// CLI and the `lookupd-bench` executable.
+// on TextRules, TextFormats, Addresses, Identity (the caller identity SIP extracts and
+// Screening reads), CPhoneNumbers (libphonenumber's data, read once), Configuration
+// (lookupd.conf), Loading (what the configuration names, read at start-up and reload),
+// SystemCalls (the one layer every file and socket call goes through); FeedRecords and
+// Feeds (lookupd update), the thin `lookupd` CLI and the `lookupd-bench` executable.
 import PackageDescription
 
 let package = Package(
@@ -42,6 +43,15 @@ let package = Package(
         // Swift's Glibc module hides.
         .target(name: "CSystemCalls"),
         .target(name: "SystemCalls", dependencies: ["CSystemCalls"]),
+        // libphonenumber (Debian libphonenumber-dev): the numbering plans and the offline geocoder,
+        // read once at start-up through a small C API (docs/NUMBERING.md).
+        .target(
+            name: "CPhoneNumbers",
+            linkerSettings: [
+                .linkedLibrary("phonenumber"), .linkedLibrary("geocoding"), .linkedLibrary("protobuf"),
+                .linkedLibrary("icuuc"), .linkedLibrary("icui18n"),
+            ]
+        ),
         // lookupd update (docs/FEEDS.md): Debian's libcurl, zlib, libzip and libcrypto.
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
@@ -52,9 +62,11 @@ let package = Package(
         // the label rules, the characters that must be escaped. Shared by Directory, SIP and
         // Daemon so they all apply the same rules.
         .target(name: "TextRules"),
-        .target(name: "Directory", dependencies: ["TextFormats", "TextRules", "SystemCalls", "CIntrinsics"]),
-        .target(name: "Screening", dependencies: ["Directory", "TextFormats", "TextRules"]),
-        .target(name: "SIP", dependencies: ["COSIP", "CSIPLexer", "TextFormats", "TextRules"]),
+        // Identity: the caller identity SIP extracts and Screening reads (one value, no parsing).
+        .target(name: "Identity"),
+        .target(name: "Directory", dependencies: ["TextFormats", "TextRules", "SystemCalls", "CIntrinsics", "CPhoneNumbers", "Identity"]),
+        .target(name: "Screening", dependencies: ["Directory", "TextFormats", "TextRules", "Identity"]),
+        .target(name: "SIP", dependencies: ["COSIP", "CSIPLexer", "TextFormats", "TextRules", "Identity"]),
         // IP addresses, address blocks, listen and upstream addresses: values, no sockets.
         .target(name: "Addresses"),
         .target(name: "Configuration", dependencies: ["Addresses", "Directory", "Screening", "SystemCalls", "TextFormats", "TextRules"]),
@@ -63,15 +75,15 @@ let package = Package(
         .target(name: "Loading", dependencies: ["Configuration", "Directory", "Screening", "SystemCalls", "TextFormats"]),
         // Request and serving set in, action out: the answering policy of both modes, with no
         // socket, no thread and no clock of its own (docs/ARCHITECTURE.md).
-        .target(name: "Answering", dependencies: ["Addresses", "SIP", "Screening", "Directory", "Configuration", "TextFormats", "TextRules", "CIntrinsics"]),
-        .target(name: "Daemon", dependencies: ["Answering", "Addresses", "SIP", "Screening", "Directory", "Configuration", "Loading", "SystemCalls", "TextFormats", "TextRules", "CIntrinsics", "FeedRecords", "Replication"]),
+        .target(name: "Answering", dependencies: ["Addresses", "SIP", "Screening", "Directory", "Configuration", "TextFormats", "TextRules", "CIntrinsics", "Identity"]),
+        .target(name: "Daemon", dependencies: ["Answering", "Addresses", "SIP", "Screening", "Directory", "Configuration", "Loading", "SystemCalls", "TextFormats", "TextRules", "CIntrinsics", "FeedRecords", "Replication", "Identity"]),
         // Replication (docs/CLUSTER.md): live changes through etcd's JSON gateway, with Debian's libcurl.
         .target(name: "Replication", dependencies: ["Configuration", "Directory", "Screening", "TextFormats", "TextRules", "SystemCalls", "CCurl"]),
         // FeedRecords: the feed record file format (STATE-DIRECTORY/feeds/NAME.state), read by
         // the daemon's stats too (no Foundation; files through SystemCalls).
         .target(name: "FeedRecords", dependencies: ["SystemCalls"]),
         .target(name: "Feeds", dependencies: ["FeedRecords", "Configuration", "Directory", "TextFormats", "TextRules", "SystemCalls", "CCurl", "CZlib", "CZip", "CCrypto"]),
-        .executableTarget(name: "lookupd", dependencies: ["Addresses", "Directory", "Screening", "Configuration", "Loading", "Daemon", "Feeds", "FeedRecords", "SystemCalls", "TextFormats", "TextRules", "Replication"]),
+        .executableTarget(name: "lookupd", dependencies: ["Addresses", "Directory", "Screening", "Configuration", "Loading", "Daemon", "Feeds", "FeedRecords", "SystemCalls", "TextFormats", "TextRules", "Replication", "SIP", "Identity"]),
         .executableTarget(name: "lookupd-bench", dependencies: ["Directory", "Screening"]),
         // Fuzzing (docs/TESTING.md): the targets are a library so the regression
         // tests replay saved inputs through the same code; scripts/fuzz builds
@@ -87,14 +99,15 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["CTestSupport"], path: "Tests/TestSupport"),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls", "TestSupport"]),
         .testTarget(name: "TextFormatsTests", dependencies: ["TextFormats", "TestSupport"]),
-        .testTarget(name: "DirectoryTests", dependencies: ["Directory", "Screening", "TextFormats", "TextRules", "SystemCalls", "TestSupport"]),
-        .testTarget(name: "ScreeningTests", dependencies: ["Screening", "Directory", "Configuration", "Loading", "Addresses", "TextFormats", "TestSupport"]),
-        .testTarget(name: "SIPTests", dependencies: ["SIP", "CSIPLexer", "TestSupport"]),
+        .testTarget(name: "DirectoryTests", dependencies: ["Directory", "Screening", "TextFormats", "TextRules", "SystemCalls", "CPhoneNumbers", "TestSupport"]),
+        .testTarget(name: "ScreeningTests", dependencies: ["Screening", "Directory", "Configuration", "Loading", "Addresses", "TextFormats", "Identity", "TestSupport"]),
+        .testTarget(name: "SIPTests", dependencies: ["SIP", "CSIPLexer", "Identity", "TestSupport"]),
         .testTarget(name: "AnsweringTests", dependencies: ["Answering", "Loading", "Configuration", "Directory", "Screening", "SIP", "Addresses", "TestSupport"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "SIP", "Screening", "Directory", "Configuration", "Loading", "Addresses", "lookupd", "TestSupport", "Replication"]),
         .testTarget(name: "CLITests", dependencies: ["lookupd", "Configuration", "Directory", "TestSupport"]),
         .testTarget(name: "FeedTests", dependencies: ["Feeds", "FeedRecords", "Configuration", "Directory", "TextFormats", "SystemCalls", "lookupd", "TestSupport"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets", "lookupd-fuzz", "TestSupport"]),
         .testTarget(name: "ReplicationTests", dependencies: ["Replication", "Directory", "Screening", "Configuration", "TextFormats", "TestSupport"]),
-    ]
+    ],
+    cxxLanguageStandard: .cxx17
 )
