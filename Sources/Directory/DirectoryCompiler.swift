@@ -135,6 +135,8 @@ public final class DirectoryCompiler {
     private var northAmericanFile = false
     /// How the file being read is read.
     private var source = SourceOptions()
+    /// Exact numbers kept although their country's plan holds no range for them.
+    public private(set) var notInPlanCount = 0
     /// The entries read, on their way to be sorted. A key is the number,
     /// or for a prefix rule bit 63 set and the length in bits 56...59;
     /// the origin is the file's base plus the line (`files`), so origins
@@ -406,8 +408,12 @@ public final class DirectoryCompiler {
         }
     }
 
+    /// The one reading of a cleaned number field: the plan of the file (or the
+    /// compile's plan), counting the exact numbers the plan holds no range for.
     private func pattern(_ bytes: UnsafeRawBufferPointer) -> Result<NumberPattern, InvalidNumber> {
-        northAmericanFile ? Self.northAmerica.pattern(bytes: bytes) : normalizer.pattern(bytes: bytes)
+        let (pattern, notInPlan) = (northAmericanFile ? Self.northAmerica : normalizer).patternAndValidity(bytes: bytes)
+        if notInPlan { notInPlanCount += 1 }
+        return pattern
     }
 
     /// Bytes other than digits, '+', '*' and the usual separators: the
@@ -476,7 +482,7 @@ public final class DirectoryCompiler {
     }
 
     /// North America's plan, for the FTC's ten-digit numbers.
-    private static let northAmerica = NumberNormalizer(plan: try! NumberingPlan(countryCode: 1, nationalPrefix: "1", internationalPrefix: "011"))
+    private static let northAmerica = NumberNormalizer(plan: try! NumberingPlan(region: "US"))
 
     private static let actionWords: [(word: [UInt8], action: Action)] =
         ["block", "blocked", "b", "reject", "deny"].map { (Array($0.utf8), Action.block) }

@@ -393,6 +393,7 @@ public enum DirectoryUpdates {
         }
         var content = DirectoryContent()
         content.directoryVersion = base.header.directoryVersion
+        content.plan = base.header.plan
         content.labels = order.map { labels[$0] }
         content.exactKeys = exactKeys
         content.exactValues = exactValues.map(remapped)

@@ -1,16 +1,28 @@
-import TextFormats
+import Identity
 
 /// The outcome of reading a caller identity as a telephone number.
 public enum NormalizedNumber: Equatable, Sendable {
-    /// A number in E.164 form.
+    /// A valid number in E.164 form (libphonenumber's IsValidNumber).
     case number(PhoneNumber)
-    /// The caller withheld its identity (`anonymous`, `restricted`, an empty user, ...).
+    /// A number of a possible length for its country but in no range of its plan: it cannot
+    /// exist (`+1 200 555 0143`). The reason names the plan.
+    case notInPlan(PhoneNumber, InvalidNumber)
+    /// The caller withheld its identity (`anonymous`, `restricted`, ...).
     case anonymous
-    /// Not a telephone number: letters, an internal extension, garbage.
+    /// Not a telephone number: letters, an internal extension, a wrong length, garbage.
     case invalid(InvalidNumber)
 
+    /// The E.164 form, valid or not in its plan.
     public var number: PhoneNumber? {
-        if case .number(let number) = self { return number }
+        switch self {
+        case .number(let n), .notInPlan(let n, _): return n
+        case .anonymous, .invalid: return nil
+        }
+    }
+
+    /// The E.164 form of a valid number only.
+    public var validNumber: PhoneNumber? {
+        if case .number(let n) = self { return n }
         return nil
     }
 }
@@ -41,13 +53,42 @@ public struct DialledDigits: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// Why a text is not a telephone number, worded for an operator's error message.
+/// A country's plan as a reason names it: its region (or `+800` for a non-geographic
+/// code), calling code and the lengths its national numbers have. No heap storage, so a
+/// `Decision` carrying it stays free to make.
+public struct NumberingRegion: Equatable, Sendable, CustomStringConvertible {
+    /// Up to three ASCII letters or digits (`CN`, `001`), packed.
+    let code: UInt32
+    public let countryCode: UInt16
+    let lengths: UInt32
+
+    init(_ t: Territory, lengths: LengthSet? = nil) {
+        var packed: UInt32 = 0
+        for (i, b) in t.id.utf8.prefix(3).enumerated() { packed |= UInt32(b) << (8 * UInt32(i)) }
+        code = packed
+        countryCode = UInt16(t.countryCode)
+        self.lengths = (lengths ?? t.possibleLengths).bits
+    }
+
+    /// `CN`, or `+800` for a non-geographic calling code.
+    public var region: String {
+        var bytes: [UInt8] = []
+        var c = code
+        while c != 0 { bytes.append(UInt8(c & 0xFF)); c >>= 8 }
+        let id = String(decoding: bytes, as: UTF8.self)
+        return id == "001" ? "+\(countryCode)" : id
+    }
+
+    var lengthText: String { LengthSet(bits: lengths).text }
+
+    public var description: String { region == "+\(countryCode)" ? region : "\(region) (+\(countryCode))" }
+}
+
+/// Why a text is not a telephone number (or not one that can exist), worded for an
+/// operator's error message.
 public enum InvalidNumber: Error, Equatable, Sendable, CustomStringConvertible {
     case letters
     case badCharacter(Character)
-    case tooShort(digits: Int)
-    case tooLong(digits: Int)
-    case leadingZero
     case misplacedPlus
     case badEscape
     case noDigits
@@ -56,6 +97,26 @@ public enum InvalidNumber: Error, Equatable, Sendable, CustomStringConvertible {
     case empty
     /// Only zeros (`0000000000`), a placeholder some trunks send.
     case allZeros
+    /// Fewer digits after the country code (and trunk prefix) than the country's numbers have.
+    case tooShort(digits: Int, NumberingRegion)
+    /// More digits than the country's numbers have.
+    case tooLong(digits: Int, NumberingRegion)
+    /// A length between the country's lengths that none of its numbers has.
+    case invalidLength(digits: Int, NumberingRegion)
+    /// A local number, dialled without its area code inside its area.
+    case localOnly(digits: Int, NumberingRegion)
+    /// More than 15 digits with the country code.
+    case notE164(digits: Int)
+    /// `+` or the international prefix followed by no country's calling code.
+    case unknownCountryCode(String)
+    /// `+` or the international prefix followed by two digits or fewer.
+    case tooShortAfterPrefix(digits: Int)
+    /// A possible length, but no range of the country's plan holds it: it cannot exist.
+    case notInPlan(NumberingRegion)
+    /// More than lookupd reads as one number.
+    case tooManyDigits(Int)
+    /// A national prefix pattern (`000*`) whose number starts with 0 after the trunk prefix.
+    case zeroAfterTrunkPrefix(NumberingRegion)
 
     public var description: String {
         switch self {
@@ -63,31 +124,58 @@ public enum InvalidNumber: Error, Equatable, Sendable, CustomStringConvertible {
         case .badCharacter(let c):
             let printable = c.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7F && !($0.value >= 0x80 && $0.value < 0xA0) }
             return printable ? "contains '\(c)'" : "contains the control character U+\(String(c.unicodeScalars.first!.value, radix: 16, uppercase: true))"
-        case .tooShort(let n): return "\(n) digits is too short for a telephone number (an internal extension or service code?)"
-        case .tooLong(let n): return "\(n) digits is too long for an E.164 number (at most 15)"
-        case .leadingZero: return "a country code cannot start with 0"
         case .misplacedPlus: return "'+' is only allowed at the start"
         case .badEscape: return "bad %-escape"
         case .noDigits: return "no digits"
         case .withheld: return "a withheld identity, not a number"
         case .empty: return "empty caller number"
         case .allZeros: return "all zeros"
+        case .tooShort(let n, let r):
+            return "\(n) digit\(n == 1 ? "" : "s") is too short for a number of \(r), which has \(r.lengthText) digits after the country code (an internal extension or service code?)"
+        case .tooLong(let n, let r):
+            return "\(n) digits is too long for a number of \(r), which has \(r.lengthText) digits after the country code"
+        case .invalidLength(let n, let r):
+            return "no number of \(r) has \(n) digits after the country code (its numbers have \(r.lengthText))"
+        case .localOnly(let n, let r):
+            return "\(n) digits is a local number of \(r) without its area code (full numbers have \(r.lengthText) digits)"
+        case .notE164(let n): return "\(n) digits is too long for an E.164 number (at most 15 with the country code)"
+        case .unknownCountryCode(let digits):
+            return digits.hasPrefix("0") ? "a country code cannot start with 0" : "no country has calling code +\(digits)"
+        case .tooShortAfterPrefix(let n):
+            return "only \(n) digit\(n == 1 ? "" : "s") after '+' or the international prefix"
+        case .notInPlan(let r):
+            return "no such number range in the numbering plan of \(r) (libphonenumber): the number cannot exist"
+        case .tooManyDigits(let n): return "\(n) digits is too many for a telephone number"
+        case .zeroAfterTrunkPrefix(let r): return "numbers of \(r) do not start with 0 after the trunk prefix"
         }
     }
 }
 
-/// Reads caller identities (`+8613800138000`, `013800138000`, `tel:` and
-/// `sip:` URIs, ...) as E.164 numbers under a numbering plan.
+/// Reads caller numbers (`+8613800138000`, `013800138000`, `(202) 555-0143`, `011 44 20
+/// 7946 0958`) as E.164 numbers under a numbering plan, the way libphonenumber's Parse does
+/// (docs/NUMBERING.md lists where lookupd differs on purpose), and judges them the way its
+/// IsValidNumber and IsPossibleNumber do, from tables derived once (`NumberingData`).
 ///
-/// Pure and allocation-free on the byte path: the SIP hot path hands it the
-/// URI user part straight from the parser.
+/// It reads number texts only: URIs are the SIP layer's (`CallerIdentity`), which hands
+/// over the user part already decoded. Allocation-free.
 public struct NumberNormalizer: Sendable {
     public let plan: NumberingPlan
+    // The plan's data, kept as plain references: the hot path reads them without counting
+    // references. They live as long as the process (`NumberingData.installed` and the
+    // calling codes it built are never released).
+    private unowned(unsafe) let data: NumberingData
+    private let home: TerritoryFacts
 
-    public init(plan: NumberingPlan = .china) { self.plan = plan }
+    public init(plan: NumberingPlan = .china) {
+        self.plan = plan
+        data = plan.data
+        home = plan.data.facts(plan.territory)
+        // The home calling code's tables now (about 2 ms, once per process), so that the
+        // first call, nearly always a home number, does not wait for them.
+        _ = data.callingCode(Int(plan.countryCode))
+    }
 
-    /// Normalizes a caller identity given as text: a bare number in any common
-    /// written form, or a `tel:`, `sip:` or `sips:` URI (optionally in `<>`).
+    /// Normalizes a number written in any common form (not a URI).
     public func normalize(_ text: String) -> NormalizedNumber {
         var text = text
         return text.withUTF8 { normalize(bytes: UnsafeRawBufferPointer($0)) }
@@ -95,174 +183,461 @@ public struct NumberNormalizer: Sendable {
 
     /// Byte-level form of `normalize(_:)`.
     public func normalize(bytes: UnsafeRawBufferPointer) -> NormalizedNumber {
-        let identity = IdentityText(bytes)
-        guard let user = identity.user else { return .anonymous }
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: NumberNormalizer.scratchSize) { scratch in
-            switch Self.unescape(user, into: scratch) {
-            case .failure(let reason): return .invalid(reason)
-            case .success(let count):
-                let text = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(scratch)[0..<count])
-                if Self.isWithheld(text) { return .anonymous }
-                let context = identity.phoneContext.map { Self.contextDigits($0) } ?? nil
-                switch digits(of: text) {
-                case .failure(let reason): return .invalid(reason)
-                case .success(let parsed):
-                    if parsed.count >= 3, parsed.count <= DigitBuffer.capacity,
-                       (0..<parsed.count).allSatisfy({ parsed.bytes[$0] == 0 }) {
-                        return .invalid(.allZeros)
-                    }
-                    return classify(parsed, phoneContext: context)
-                }
-            }
-        }
+        read(bytes, phoneContext: nil)
     }
 
-    /// The digits of an identity as the caller sent them (`110`, `1001`,
-    /// `+8613800138000`), separators removed: what a bypass list matches,
-    /// since emergency and internal numbers are not E.164 numbers. nil when
-    /// the identity has letters or other characters, or more than 18 digits.
+    /// The caller of an identity the SIP layer extracted: its number text under its
+    /// `phone-context`. An identity without a number (`sip:anonymous.invalid`) is withheld.
+    public func normalize(_ identity: CallerIdentity) -> NormalizedNumber {
+        guard let number = identity.number else { return .anonymous }
+        if identity.malformedEscape { return .invalid(.badEscape) }
+        return read(number, phoneContext: identity.phoneContext)
+    }
+
+    func read(_ bytes: UnsafeRawBufferPointer, phoneContext: UnsafeRawBufferPointer?) -> NormalizedNumber {
+        let text = trimSpaces(bytes)
+        if text.isEmpty { return .invalid(.empty) }
+        if Self.isWithheld(text) { return .anonymous }
+        var digits: Digits
+        switch Self.digits(of: text) {
+        case .failure(let reason): return .invalid(reason)
+        case .success(let d): digits = d
+        }
+        if digits.count >= 3, digits.allZeros { return .invalid(.allZeros) }
+        // RFC 3966 §5.1.5: a local number with a global context is the context's digits
+        // followed by the number's (libphonenumber reads it so too); a domain context means
+        // "as dialled here", the home plan.
+        if !digits.plus, let context = phoneContext.map(trimSpaces), context.first == UInt8(ascii: "+"),
+           case .success(let c) = Self.digits(of: context), c.count >= 1 {
+            guard c.count + digits.count <= Digits.capacity else { return .invalid(.tooManyDigits(c.count + digits.count)) }
+            var joined = c
+            for i in 0..<digits.count { joined.append(digits[i]) }
+            digits = joined
+        }
+        return parse(digits)
+    }
+
+    /// The digits of a number text as the caller sent them (`110`, `1001`,
+    /// `+8613800138000`), separators removed: what a bypass list matches, since emergency
+    /// and internal numbers are not E.164 numbers. nil when the text has letters or other
+    /// characters, or more than 18 digits.
     public func dialledDigits(bytes: UnsafeRawBufferPointer) -> DialledDigits? {
-        let identity = IdentityText(bytes)
-        guard let user = identity.user else { return nil }
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: NumberNormalizer.scratchSize) { scratch in
-            guard case .success(let count) = Self.unescape(user, into: scratch) else { return nil }
-            let text = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(scratch)[0..<count])
-            guard case .success(let parsed) = digits(of: text), parsed.count <= 18 else { return nil }
-            return DialledDigits(plus: parsed.plus, value: value(parsed, from: 0), count: parsed.count)
-        }
+        let text = trimSpaces(bytes)
+        guard case .success(let d) = Self.digits(of: text), d.count <= 18 else { return nil }
+        return DialledDigits(plus: d.plus, value: d.value(0, d.count), count: d.count)
     }
 
-    /// Reads a directory source's number field: a number as `normalize` reads
-    /// it, or a prefix pattern ending in `*` (`+86170*`, `0170*`).
+    /// As `dialledDigits(bytes:)`, for an identity's number.
+    public func dialledDigits(_ identity: CallerIdentity) -> DialledDigits? {
+        guard let number = identity.number, !identity.malformedEscape else { return nil }
+        return dialledDigits(bytes: number)
+    }
+
+    /// Reads a directory source's number field: a number as `normalize` reads it (valid or
+    /// only possible in its plan), or a prefix pattern ending in `*` (`+86170*`, `0170*`).
     public func pattern(_ text: String) -> Result<NumberPattern, InvalidNumber> {
         var text = text
         return text.withUTF8 { pattern(bytes: UnsafeRawBufferPointer($0)) }
     }
 
     public func pattern(bytes: UnsafeRawBufferPointer) -> Result<NumberPattern, InvalidNumber> {
+        patternAndValidity(bytes: bytes).pattern
+    }
+
+    /// As `pattern(bytes:)`, saying whether an exact number is one its plan cannot hold.
+    func patternAndValidity(bytes: UnsafeRawBufferPointer) -> (pattern: Result<NumberPattern, InvalidNumber>, notInPlan: Bool) {
         let trimmed = trimSpaces(bytes)
         if let last = trimmed.last, last == UInt8(ascii: "*") {
             let body = UnsafeRawBufferPointer(rebasing: trimmed.dropLast())
-            switch digits(of: body) {
-            case .failure(let reason): return .failure(reason)
-            case .success(let parsed):
-                switch prefixDigits(parsed) {
-                case .failure(let reason): return .failure(reason)
-                case .success(let prefix): return .success(.prefix(prefix))
-                }
+            switch Self.digits(of: body) {
+            case .failure(let reason): return (.failure(reason), false)
+            case .success(let parsed): return (prefix(parsed).map { .prefix($0) }, false)
             }
         }
-        switch normalize(bytes: trimmed) {
-        case .number(let number): return .success(.exact(number))
-        case .anonymous: return .failure(trimmed.isEmpty ? .noDigits : .withheld)
-        case .invalid(let reason): return .failure(reason)
+        switch read(trimmed, phoneContext: nil) {
+        case .number(let number): return (.success(.exact(number)), false)
+        case .notInPlan(let number, _): return (.success(.exact(number)), true)
+        case .anonymous: return (.failure(.withheld), false)
+        case .invalid(.empty): return (.failure(.noDigits), false)
+        case .invalid(let reason): return (.failure(reason), false)
+        }
+    }
+
+    // MARK: - Judging numbers already in E.164 form
+
+    /// Whether an E.164 number is valid in its country's plan.
+    public func isValid(_ number: PhoneNumber) -> Bool {
+        data.judge(number)?.answer.isValid ?? false
+    }
+
+    /// Why an E.164 number (read from a directory or given as a value) cannot exist in its
+    /// country's plan; nil when it is valid.
+    public func notInPlanReason(_ number: PhoneNumber) -> InvalidNumber? {
+        guard let (ccDigits, answer) = data.judge(number) else { return .unknownCountryCode(String(number.value).prefix(3).description) }
+        if answer.isValid { return nil }
+        let cc = Int(number.value / powersOfTen[number.digitCount - ccDigits])
+        guard let code = data.callingCode(cc), let main = data.mainIndex(cc) else { return .unknownCountryCode(String(cc)) }
+        let named = answer.region != ValidityAnswer.none ? code.territory(Int(answer.region)) : main
+        return .notInPlan(region(named))
+    }
+
+    // MARK: - libphonenumber's Parse
+
+    /// Parse, step by step as PhoneNumberUtil::ParseHelper takes it, on digits only.
+    func parse(_ digits: Digits) -> NormalizedNumber {
+        digits.withBuffer { all -> NormalizedNumber in
+            var rest = all[...]
+            var international = digits.plus
+            if !international, let n = internationalPrefixLength(all) {
+                rest = all[n...]
+                international = true
+            }
+            var countryCode = 0
+            var ccDigits = 0
+            var nsn = Digits()
+            var metadata = home
+            if international {
+                // MaybeExtractCountryCode after '+' or an exit prefix.
+                guard rest.count > 2 else { return .invalid(.tooShortAfterPrefix(digits: rest.count)) }
+                if rest.first == 0 { return .invalid(.unknownCountryCode("0")) }
+                var v = 0
+                for len in 1...3 where len <= rest.count {
+                    v = v &* 10 &+ Int(all[rest.startIndex + len - 1])
+                    if data.isCountryCode(v) { countryCode = v; ccDigits = len; break }
+                }
+                guard countryCode != 0 else {
+                    var text = ""
+                    for i in rest.startIndex..<min(rest.endIndex, rest.startIndex + 3) { text.append(Character(Unicode.Scalar(all[i] + 0x30))) }
+                    return .invalid(.unknownCountryCode(text))
+                }
+                nsn.append(UnsafeBufferPointer(rebasing: all[(rest.startIndex + ccDigits)...]))
+                // The main region's metadata, unless that is the home region itself.
+                if let main = data.mainIndex(countryCode), main != home.index { metadata = data.facts(main) }
+            } else {
+                // A number that starts with the home calling code, without '+'
+                // (8613800138000): the code is stripped when the rest reads better.
+                let cc = home.countryCode
+                let len = cc < 10 ? 1 : cc < 100 ? 2 : 3
+                var startsWithCode = rest.count > len
+                if startsWithCode {
+                    var v = 0
+                    for i in 0..<len { v = v &* 10 &+ Int(all[i]) }
+                    startsWithCode = v == cc
+                }
+                var stripped = false
+                if startsWithCode {
+                    var potential = Digits()
+                    potential.append(UnsafeBufferPointer(rebasing: all[len...]))
+                    if let stripped = strippedNationalPrefix(home, potential) { potential = stripped }
+                    let viableWhole = isViable(home, all)
+                    let viablePotential = potential.withBuffer { isViable(home, $0) }
+                    if (!viableWhole && viablePotential) || home.testLength(all.count) == .tooLong {
+                        countryCode = cc
+                        ccDigits = len
+                        nsn = potential
+                        stripped = true
+                        if let main = data.mainIndex(cc), main != home.index { metadata = data.facts(main) }
+                    }
+                }
+                if !stripped {
+                    countryCode = cc
+                    ccDigits = len
+                    nsn.append(all)
+                }
+            }
+            if nsn.count < 2 { return .invalid(.tooShort(digits: nsn.count, region(metadata.index))) }
+            if let candidate = strippedNationalPrefix(metadata, nsn) {
+                // Keep the trunk prefix when what remains is too short to be a number:
+                // `101` is a service code, not `01`.
+                switch metadata.testLength(candidate.count) {
+                case .tooShort, .localOnly, .invalidLength: break
+                case .possible, .tooLong: nsn = candidate
+                }
+            }
+            if nsn.count < 2 { return .invalid(.tooShort(digits: nsn.count, region(metadata.index))) }
+            if nsn.count > CallingCode.maxLength {
+                return .invalid(.tooLong(digits: nsn.count, region(data.mainIndex(countryCode) ?? metadata.index)))
+            }
+            let total = ccDigits + nsn.count
+            if total > PhoneNumber.maxDigits { return .invalid(.notE164(digits: total)) }
+            let number = PhoneNumber(unchecked: UInt64(countryCode) &* powersOfTen[nsn.count] &+ nsn.value(0, nsn.count))
+            return nsn.withBuffer { classify(number, countryCode: countryCode, nsn: $0) }
+        }
+    }
+
+    /// Valid, possible only, or impossible, as IsValidNumber and IsPossibleNumberWithReason say.
+    private func classify(_ number: PhoneNumber, countryCode: Int, nsn: UnsafeBufferPointer<UInt8>) -> NormalizedNumber {
+        guard let code = data.callingCode(countryCode), let mainIndex = data.mainIndex(countryCode) else {
+            return .invalid(.unknownCountryCode(String(countryCode)))
+        }
+        let answer = code.judge(nsn)
+        let overridden = countryCode == home.countryCode && plan.nationalNumberLength != nil
+        let lengthTerritory = overridden ? home : data.facts(mainIndex)
+        let check = testLength(nsn.count, lengthTerritory)
+        if answer.isValid, !overridden || check == .possible { return .number(number) }
+        let named = answer.region != ValidityAnswer.none ? code.territory(Int(answer.region)) : mainIndex
+        switch check {
+        case .possible: return .notInPlan(number, .notInPlan(region(named)))
+        case .localOnly: return .invalid(.localOnly(digits: nsn.count, region(lengthTerritory.index)))
+        case .tooShort: return .invalid(.tooShort(digits: nsn.count, region(lengthTerritory.index)))
+        case .tooLong: return .invalid(.tooLong(digits: nsn.count, region(lengthTerritory.index)))
+        case .invalidLength: return .invalid(.invalidLength(digits: nsn.count, region(lengthTerritory.index)))
+        }
+    }
+
+    /// A reason's description of territory `t` (not on the path of a valid number).
+    private func region(_ t: Int) -> NumberingRegion {
+        NumberingRegion(data.territories[t], lengths: t == plan.territory ? plan.homeLengths : nil)
+    }
+
+    /// TestNumberLength, with the operator's `national-number-length` for the home region
+    /// (which judges the number read; reading itself follows libphonenumber's lengths).
+    @inline(__always)
+    private func testLength(_ n: Int, _ t: TerritoryFacts) -> LengthCheck {
+        if t.index == home.index, plan.nationalNumberLength != nil {
+            return t.testLength(n, lengths: plan.homeLengths)
+        }
+        return t.testLength(n)
+    }
+
+    @inline(__always)
+    private func isViable(_ t: TerritoryFacts, _ digits: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let code = data.callingCode(t.countryCode) else { return false }
+        return code.isViable(digits, slot: t.slot)
+    }
+
+    /// The home exit prefix at the start, when a country code may follow (not a 0), as
+    /// MaybeStripInternationalPrefixAndNormalize takes it.
+    private func internationalPrefixLength(_ all: UnsafeBufferPointer<UInt8>) -> Int? {
+        var length: Int? = nil
+        if let literal = plan.internationalPrefixOverride {
+            if all.count >= literal.count, zip(literal, all).allSatisfy({ $0 == $1 }) { length = literal.count }
+        } else if let program = home.internationalPrefix, program.mayMatch(all) {
+            var captures = CaptureSpans()
+            if let end = program.consume(all, captures: &captures), end > 0 { length = end }
+        }
+        guard let n = length else { return nil }
+        if n < all.count, all[n] == 0 { return nil }
+        return n
+    }
+
+    /// MaybeStripNationalPrefixAndCarrierCode: the trunk prefix (and a carrier selection
+    /// code) off a national number, or the region's transform (a NANP territory's 7-digit
+    /// local number gets its area code), unless that leaves a number the region's general
+    /// pattern refuses where the original fitted it.
+    private func strippedNationalPrefix(_ t: TerritoryFacts, _ number: Digits) -> Digits? {
+        guard number.count > 0 else { return nil }
+        if t.index == home.index, let literal = plan.nationalPrefixOverride {
+            guard !literal.isEmpty, number.count >= literal.count else { return nil }
+            let matches = number.withBuffer { zip(literal, $0).allSatisfy { $0 == $1 } }
+            guard matches else { return nil }
+            var out = Digits()
+            number.withBuffer { out.append(UnsafeBufferPointer(rebasing: $0[literal.count...])) }
+            let viableBefore = number.withBuffer { isViable(t, $0) }
+            if viableBefore, !out.withBuffer({ isViable(t, $0) }) { return nil }
+            return out
+        }
+        guard let program = t.nationalPrefixForParsing, number.withBuffer({ program.mayMatch($0) }) else { return nil }
+        var captures = CaptureSpans()
+        guard let end = number.withBuffer({ program.consume($0, captures: &captures) }) else { return nil }
+        let viableBefore = number.withBuffer { isViable(t, $0) }
+        var out = Digits()
+        var transformed = false
+        if let rule = t.transformRule {
+            let captured = program.captureCount >= 2 ? captures.group(2) : program.captureCount == 1 ? captures.group(1) : nil
+            if let captured, !captured.isEmpty {
+                number.withBuffer { all in
+                    for i in 0..<rule.count {
+                        let part = rule[i]
+                        if part & TransformRule.groupFlag == 0 {
+                            out.append(part)
+                        } else if let span = captures.group(Int(part & 0x0F)) {
+                            out.append(UnsafeBufferPointer(rebasing: all[span]))
+                        }
+                    }
+                    out.append(UnsafeBufferPointer(rebasing: all[end...]))
+                }
+                transformed = true
+            }
+        }
+        if !transformed {
+            number.withBuffer { out.append(UnsafeBufferPointer(rebasing: $0[end...])) }
+        }
+        if out.overflowed { return nil }
+        if viableBefore, !out.withBuffer({ isViable(t, $0) }) { return nil }
+        return out
+    }
+
+    /// A prefix pattern's digits as an E.164 prefix: after `+` as written, after the exit
+    /// prefix likewise, else a national prefix without its trunk prefix, under the home code.
+    private func prefix(_ d: Digits) -> Result<NumberPrefix, InvalidNumber> {
+        d.withBuffer { all -> Result<NumberPrefix, InvalidNumber> in
+            var start = 0
+            var countryCode: UInt64? = nil
+            var trunk: [UInt8] = []
+            if d.plus {
+                start = 0
+            } else if let n = internationalPrefixLength(all) {
+                start = n
+            } else {
+                countryCode = plan.countryCode
+                trunk = plan.nationalPrefix.map { Array($0.utf8).map { $0 - 0x30 } } ?? []
+                if !trunk.isEmpty, all.count >= trunk.count, zip(trunk, all).allSatisfy({ $0 == $1 }) {
+                    start = trunk.count
+                }
+            }
+            let count = d.count - start
+            guard count >= 1 || countryCode != nil else { return .failure(.noDigits) }
+            if count > 0, all[start] == 0 {
+                if countryCode == nil { return .failure(.unknownCountryCode("0")) }
+                // A trunk prefix 0 followed by another 0 names no national number.
+                if trunk.first == 0 { return .failure(.zeroAfterTrunkPrefix(region(plan.territory))) }
+            }
+            let length = count + (countryCode.map { PhoneNumber.digitCount(of: $0) } ?? 0)
+            guard length <= PhoneNumber.maxDigits else { return .failure(.notE164(digits: length)) }
+            var digits = d.value(start, count)
+            if let cc = countryCode { digits = cc * powersOfTen[count] + digits }
+            guard let prefix = NumberPrefix(digits: digits, length: length) else { return .failure(.noDigits) }
+            return .success(prefix)
         }
     }
 
     // MARK: - Digits
 
-    /// Longest identity text looked at; anything longer is not a number.
-    static let scratchSize = 96
-
-    /// Digits of a number with its written form stripped: whether it began
-    /// with `+`, and the digits themselves (at most 20 kept).
+    /// Digits of a number with its written form stripped: whether it began with `+`, and
+    /// the digits themselves.
     struct Digits {
+        static let capacity = 32
         var plus = false
-        var count = 0
-        var bytes = DigitBuffer()
-    }
-
-    struct DigitBuffer {
-        // 24 digits is more than any number we accept; longer inputs are refused.
-        var d: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        static let capacity = 24
+        private(set) var count = 0
+        /// More digits were appended than fit (the number is then refused).
+        private(set) var overflowed = false
+        private var storage: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
 
         subscript(i: Int) -> UInt8 {
-            get { withUnsafeBytes(of: d) { $0[i] } }
-            set { withUnsafeMutableBytes(of: &d) { $0[i] = newValue } }
+            withUnsafeBytes(of: storage) { $0[i] }
         }
-    }
 
-    /// Strips visual separators (space, `-`, `.`, `(`, `)`, `/`) and a `(0)`
-    /// trunk-prefix marker after an international number's country code.
-    func digits(of text: UnsafeRawBufferPointer) -> Result<Digits, InvalidNumber> {
-        var out = Digits()
-        var i = 0
-        let n = text.count
-        var sawLetter = false
-        while i < n {
-            let c = text[i]
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"):
-                if out.count < DigitBuffer.capacity { out.bytes[out.count] = c - 0x30 }
-                out.count += 1
-            case UInt8(ascii: "+"):
-                guard out.count == 0, !out.plus else { return .failure(.misplacedPlus) }
-                out.plus = true
-            case UInt8(ascii: "("):
-                // "+44 (0) 20 ..." (or "0044 (0) 20 ...") writes the trunk
-                // prefix that callers from abroad must leave out: skip it.
-                let international = out.plus || (out.count > plan.internationalPrefix.count && hasPrefix(out, plan.internationalPrefix))
-                if international, i + 2 < n, text[i + 1] == UInt8(ascii: "0"), text[i + 2] == UInt8(ascii: ")"), out.count > 0 {
-                    i += 3
-                    continue
+        mutating func append(_ d: UInt8) {
+            guard count < Digits.capacity else { overflowed = true; return }
+            let i = count
+            withUnsafeMutableBytes(of: &storage) { $0[i] = d }
+            count += 1
+        }
+
+        mutating func append(_ digits: UnsafeBufferPointer<UInt8>) {
+            for d in digits { append(d) }
+        }
+
+        /// Reads a number text into these digits (empty before); the reason when it is not
+        /// a number. Written as one loop over the bytes, with every variable local to it:
+        /// this runs for every caller.
+        mutating func read(_ text: UnsafeRawBufferPointer) -> InvalidNumber? {
+            let result: (count: Int, total: Int, plus: Bool, failure: InvalidNumber?) =
+                withUnsafeMutableBytes(of: &storage) { raw in
+                    let p = raw.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                    var count = 0
+                    var total = 0
+                    var plus = false
+                    var sawLetter = false
+                    var i = 0
+                    let n = text.count
+                    while i < n {
+                        let c = text[i]
+                        if c &- 0x30 < 10 {
+                            if count < Digits.capacity { p[count] = c &- 0x30; count += 1 }
+                            total += 1
+                            i += 1
+                            continue
+                        }
+                        if c < 0x80 {
+                            switch c {
+                            case UInt8(ascii: "+"):
+                                guard total == 0, !plus else { return (count, total, plus, .misplacedPlus) }
+                                plus = true
+                            case UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: " "),
+                                 UInt8(ascii: "/"), UInt8(ascii: "~"), UInt8(ascii: "["), UInt8(ascii: "]"), 0x09:
+                                break
+                            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"):
+                                sawLetter = true
+                            default:
+                                return (count, total, plus, .badCharacter(NumberNormalizer.character(at: i, in: text)))
+                            }
+                            i += 1
+                            continue
+                        }
+                        // One UTF-8 scalar (a malformed sequence is a bad character).
+                        var length = 0
+                        var scalar: UInt32 = 0
+                        if c & 0xE0 == 0xC0 { length = 2; scalar = UInt32(c & 0x1F) }
+                        else if c & 0xF0 == 0xE0 { length = 3; scalar = UInt32(c & 0x0F) }
+                        else if c & 0xF8 == 0xF0 { length = 4; scalar = UInt32(c & 0x07) }
+                        var wellFormed = length > 0 && i + length <= n
+                        if wellFormed {
+                            for k in 1..<length {
+                                let b = text[i + k]
+                                if b & 0xC0 != 0x80 { wellFormed = false; break }
+                                scalar = scalar << 6 | UInt32(b & 0x3F)
+                            }
+                        }
+                        guard wellFormed else { return (count, total, plus, .badCharacter(NumberNormalizer.character(at: i, in: text))) }
+                        switch scalar {
+                        case 0xFF10...0xFF19, 0x0660...0x0669, 0x06F0...0x06F9:
+                            // Full-width digits (Chinese spreadsheets and address books often
+                            // hold them) and Arabic-Indic ones.
+                            let zero: UInt32 = scalar >= 0xFF10 ? 0xFF10 : scalar >= 0x06F0 ? 0x06F0 : 0x0660
+                            if count < Digits.capacity { p[count] = UInt8(scalar - zero); count += 1 }
+                            total += 1
+                        case 0xFF0B:
+                            guard total == 0, !plus else { return (count, total, plus, .misplacedPlus) }
+                            plus = true
+                        case 0x00A0, 0x2010...0x2015, 0x2212, 0x30FC, 0x3000, 0xFF08, 0xFF09, 0xFF0D, 0xFF0E, 0xFF0F, 0xFF3B,
+                             0xFF3D, 0xFF5E, 0x2053, 0x223C:
+                            // No-break and ideographic spaces, dashes, full-width brackets, slash, tilde.
+                            break
+                        default:
+                            return (count, total, plus, .badCharacter(NumberNormalizer.character(at: i, in: text)))
+                        }
+                        i += length
+                    }
+                    if sawLetter { return (count, total, plus, .letters) }
+                    if total == 0 { return (count, total, plus, .noDigits) }
+                    if total > count { return (count, total, plus, .tooManyDigits(total)) }
+                    return (count, total, plus, nil)
                 }
-            case UInt8(ascii: ")"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: " "),
-                 UInt8(ascii: "/"), 0x09:
-                break
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"):
-                sawLetter = true
-            case 0xEF where i + 2 < n && text[i + 1] == 0xBC && (0x90...0x99).contains(text[i + 2]):
-                // Full-width digits U+FF10...U+FF19, as Chinese spreadsheets and
-                // address books often hold them.
-                if out.count < DigitBuffer.capacity { out.bytes[out.count] = text[i + 2] - 0x90 }
-                out.count += 1
-                i += 3
-                continue
-            case 0xEF where i + 2 < n && text[i + 1] == 0xBC && text[i + 2] == 0x8B:
-                // Full-width plus U+FF0B.
-                guard out.count == 0, !out.plus else { return .failure(.misplacedPlus) }
-                out.plus = true
-                i += 3
-                continue
-            case 0xEF where i + 2 < n && text[i + 1] == 0xBC && (text[i + 2] == 0x8D || text[i + 2] == 0x88 || text[i + 2] == 0x89):
-                // Full-width hyphen and parentheses: separators.
-                i += 3
-                continue
-            case 0xE3 where i + 2 < n && text[i + 1] == 0x80 && text[i + 2] == 0x80:
-                // Ideographic space U+3000.
-                i += 3
-                continue
-            default:
-                return .failure(.badCharacter(Self.character(at: i, in: text)))
-            }
-            i += 1
+            count = result.count
+            plus = result.plus
+            overflowed = result.total > result.count
+            return result.failure
         }
-        if sawLetter { return .failure(.letters) }
-        if out.count == 0 { return .failure(.noDigits) }
-        if out.count > 20 { return .failure(.tooLong(digits: out.count)) }
+
+        func withBuffer<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+            try withUnsafeBytes(of: storage) { raw in
+                try body(UnsafeBufferPointer(start: raw.baseAddress!.assumingMemoryBound(to: UInt8.self), count: count))
+            }
+        }
+
+        var allZeros: Bool { withBuffer { $0.allSatisfy { $0 == 0 } } }
+
+        func value(_ start: Int, _ n: Int) -> UInt64 {
+            var v: UInt64 = 0
+            for i in start..<min(count, start + n) { v = v &* 10 &+ UInt64(self[i]) }
+            return v
+        }
+
+        mutating func setValue(_ v: UInt64) {
+            count = 0
+            let text = String(v)
+            for c in text.utf8 { append(c - 0x30) }
+        }
+    }
+
+    /// Strips visual separators (space, `-`, `.`, `(`, `)`, `/`, `~`, `[`, `]` and their
+    /// Unicode forms, as libphonenumber does) and reads full-width and Arabic-Indic digits.
+    static func digits(of text: UnsafeRawBufferPointer) -> Result<Digits, InvalidNumber> {
+        var out = Digits()
+        if let failure = out.read(text) { return .failure(failure) }
         return .success(out)
-    }
-
-    private func value(_ d: Digits, from start: Int, count: Int) -> UInt64 {
-        var v: UInt64 = 0
-        for i in start..<min(d.count, start + count) { v = v * 10 + UInt64(d.bytes[i]) }
-        return v
-    }
-
-    private func value(_ d: Digits, from start: Int) -> UInt64 {
-        var v: UInt64 = 0
-        for i in start..<d.count { v = v * 10 + UInt64(d.bytes[i]) }
-        return v
-    }
-
-    private func hasPrefix(_ d: Digits, _ prefix: [UInt8], at start: Int = 0) -> Bool {
-        guard !prefix.isEmpty, d.count - start >= prefix.count else { return false }
-        for (k, p) in prefix.enumerated() where d.bytes[start + k] != p - 0x30 { return false }
-        return true
     }
 
     /// The whole character starting at byte `i` (for error messages).
@@ -271,121 +646,6 @@ public struct NumberNormalizer: Sendable {
         while end < text.count, end - i < 4, text[end] & 0xC0 == 0x80 { end += 1 }
         let decoded = String(decoding: UnsafeRawBufferPointer(rebasing: text[i..<end]), as: UTF8.self)
         return decoded.first ?? "?"
-    }
-
-    private func international(_ d: Digits, from start: Int) -> NormalizedNumber {
-        // "+86 010 ..." keeps the trunk prefix that only national dialling
-        // uses; in the home country (whose plan has one) no number continues
-        // the country code with it, so it is a writing habit, not a digit.
-        let cc = plan.countryCodeDigits
-        if !plan.nationalPrefix.isEmpty, d.count - start > cc + plan.nationalPrefix.count,
-           value(d, from: start, count: cc) == plan.countryCode, hasPrefix(d, plan.nationalPrefix, at: start + cc) {
-            var stripped = d
-            for i in (start + cc)..<(d.count - plan.nationalPrefix.count) {
-                stripped.bytes[i] = d.bytes[i + plan.nationalPrefix.count]
-            }
-            stripped.count -= plan.nationalPrefix.count
-            return checkedInternational(stripped, from: start)
-        }
-        return checkedInternational(d, from: start)
-    }
-
-    private func checkedInternational(_ d: Digits, from start: Int) -> NormalizedNumber {
-        let count = d.count - start
-        if count > PhoneNumber.maxDigits { return .invalid(.tooLong(digits: count)) }
-        if count < 7 { return .invalid(.tooShort(digits: count)) }
-        if d.bytes[start] == 0 { return .invalid(.leadingZero) }
-        return .number(PhoneNumber(unchecked: value(d, from: start)))
-    }
-
-    private func national(_ d: Digits, from start: Int, countryCode: UInt64, lengths: ClosedRange<Int>) -> NormalizedNumber {
-        let count = d.count - start
-        if count < lengths.lowerBound { return .invalid(.tooShort(digits: count)) }
-        if count > lengths.upperBound { return .invalid(.tooLong(digits: count)) }
-        // Where the home plan has no trunk prefix (Italy: 06 1234 5678 is
-        // +39 06 1234 5678), a leading 0 belongs to the national number.
-        let zeroIsPartOfNumber = countryCode == plan.countryCode && plan.nationalPrefix.isEmpty
-        if d.bytes[start] == 0, !zeroIsPartOfNumber { return .invalid(.leadingZero) }
-        let ccDigits = PhoneNumber.digitCount(of: countryCode)
-        if count + ccDigits > PhoneNumber.maxDigits { return .invalid(.tooLong(digits: count + ccDigits)) }
-        return .number(PhoneNumber(unchecked: countryCode * powersOfTen[count] + value(d, from: start)))
-    }
-
-    func classify(_ d: Digits, phoneContext: Digits?) -> NormalizedNumber {
-        if d.plus { return international(d, from: 0) }
-        if hasPrefix(d, plan.internationalPrefix) { return international(d, from: plan.internationalPrefix.count) }
-        if let context = phoneContext {
-            // RFC 3966 local number: the context names the country (and
-            // perhaps an area); the local digits follow it, minus a trunk prefix
-            // when the context is a bare country code.
-            // A context longer than any number prefixes none (and its value
-            // would overflow UInt64).
-            if context.count > PhoneNumber.maxDigits { return .invalid(.tooLong(digits: context.count + d.count)) }
-            let contextValue = value(context, from: 0)
-            if context.count <= 3 {
-                let start = hasPrefix(d, plan.nationalPrefix) ? plan.nationalPrefix.count : 0
-                let lengths = contextValue == plan.countryCode
-                    ? plan.nationalNumberLength
-                    : NumberingPlan.typicalNationalLength(countryCode: contextValue)
-                return national(d, from: start, countryCode: contextValue, lengths: lengths)
-            }
-            let total = context.count + d.count
-            if total > PhoneNumber.maxDigits { return .invalid(.tooLong(digits: total)) }
-            if total < 7 { return .invalid(.tooShort(digits: total)) }
-            return .number(PhoneNumber(unchecked: contextValue * powersOfTen[d.count] + value(d, from: 0)))
-        }
-        if hasPrefix(d, plan.nationalPrefix) {
-            return national(d, from: plan.nationalPrefix.count, countryCode: plan.countryCode, lengths: plan.nationalNumberLength)
-        }
-        if plan.nationalNumberLength.contains(d.count) {
-            return national(d, from: 0, countryCode: plan.countryCode, lengths: plan.nationalNumberLength)
-        }
-        // Some trunks send the country code without '+' (8613800138000).
-        let ccDigits = plan.countryCodeDigits
-        // Only the leading digits: the whole run may be up to 24 digits, past UInt64.
-        if d.count > ccDigits, value(d, from: 0, count: ccDigits) == plan.countryCode,
-           plan.nationalNumberLength.contains(d.count - ccDigits) {
-            return international(d, from: 0)
-        }
-        if d.count < plan.nationalNumberLength.lowerBound { return .invalid(.tooShort(digits: d.count)) }
-        return .invalid(.tooLong(digits: d.count))
-    }
-
-    private func prefixDigits(_ d: Digits) -> Result<NumberPrefix, InvalidNumber> {
-        var start = 0
-        var countryCode: UInt64? = nil
-        if d.plus {
-            start = 0
-        } else if hasPrefix(d, plan.internationalPrefix) {
-            start = plan.internationalPrefix.count
-        } else if hasPrefix(d, plan.nationalPrefix) {
-            start = plan.nationalPrefix.count
-            countryCode = plan.countryCode
-        } else {
-            countryCode = plan.countryCode
-        }
-        let count = d.count - start
-        guard count >= 1 || countryCode != nil else { return .failure(.noDigits) }
-        if count > 0, d.bytes[start] == 0, countryCode == nil || !plan.nationalPrefix.isEmpty { return .failure(.leadingZero) }
-        // The length first: a longer run would overflow UInt64 and powersOfTen.
-        let length = count + (countryCode.map { PhoneNumber.digitCount(of: $0) } ?? 0)
-        guard length <= PhoneNumber.maxDigits else { return .failure(.tooLong(digits: length)) }
-        var digits = value(d, from: start)
-        if let cc = countryCode { digits = cc * powersOfTen[count] + digits }
-        guard let prefix = NumberPrefix(digits: digits, length: length) else { return .failure(.noDigits) }
-        return .success(prefix)
-    }
-
-    static func contextDigits(_ context: UnsafeRawBufferPointer) -> Digits? {
-        // Only a global-number context ("+86", "+1-212") fixes the country;
-        // a domain-name context means "as dialled here", i.e. the home plan.
-        guard context.first == UInt8(ascii: "+") else { return nil }
-        let normalizer = NumberNormalizer()
-        guard case .success(let digits) = normalizer.digits(of: context),
-              digits.count >= 1, digits.count <= 14, digits.bytes[0] != 0 else { return nil }
-        var d = digits
-        d.plus = false
-        return d
     }
 
     // MARK: - Text helpers
@@ -397,32 +657,12 @@ public struct NumberNormalizer: Sendable {
 
     static func isWithheld(_ text: UnsafeRawBufferPointer) -> Bool {
         let trimmed = trimSpaces(text)
-        if trimmed.isEmpty { return true }
+        guard let first = trimmed.first, lowercase(first) >= UInt8(ascii: "a"), lowercase(first) <= UInt8(ascii: "z") else { return false }
         outer: for word in withheldWords where word.count == trimmed.count {
             for (i, c) in word.enumerated() where lowercase(trimmed[i]) != c { continue outer }
             return true
         }
         return false
-    }
-
-    /// %-decodes into `scratch`, returning the decoded length.
-    static func unescape(_ text: UnsafeRawBufferPointer, into scratch: UnsafeMutableBufferPointer<UInt8>) -> Result<Int, InvalidNumber> {
-        var count = 0
-        var i = 0
-        while i < text.count {
-            guard count < scratch.count else { return .failure(.tooLong(digits: text.count)) }
-            var c = text[i]
-            if c == UInt8(ascii: "%") {
-                guard i + 2 < text.count,
-                      let hi = TextInput.hexValue(text[i + 1]), let lo = TextInput.hexValue(text[i + 2]) else { return .failure(.badEscape) }
-                c = hi << 4 | lo
-                i += 2
-            }
-            scratch[count] = c
-            count += 1
-            i += 1
-        }
-        return .success(count)
     }
 }
 
@@ -437,124 +677,4 @@ func trimSpaces(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
     while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 || bytes[start] == 0x0D || bytes[start] == 0x0A { start += 1 }
     while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 || bytes[end - 1] == 0x0D || bytes[end - 1] == 0x0A { end -= 1 }
     return UnsafeRawBufferPointer(rebasing: bytes[start..<end])
-}
-
-/// The number-bearing part of an identity: a bare number, or the user part of
-/// a `sip:`/`sips:` URI, or the number of a `tel:` URI, with URI parameters
-/// (`;user=phone`, `;cpc=ordinary`, `;phone-context=`) set aside.
-struct IdentityText {
-    /// The user/number text, still %-escaped; nil when the URI has no user part.
-    var user: UnsafeRawBufferPointer?
-    /// The `phone-context` parameter value, if any.
-    var phoneContext: UnsafeRawBufferPointer?
-
-    init(_ raw: UnsafeRawBufferPointer) {
-        var text = trimSpaces(raw)
-        // name-addr form: take what is inside the angle brackets (the first
-        // '<' outside a quoted display name such as "Foo <Bar>").
-        if let open = IdentityText.angleOpen(text) {
-            let rest = text[(open + 1)...]
-            let close = rest.firstIndex(of: UInt8(ascii: ">")) ?? text.endIndex
-            text = trimSpaces(UnsafeRawBufferPointer(rebasing: text[(open + 1)..<close]))
-        }
-        var scheme = Scheme.none
-        if IdentityText.hasSchemePrefix(text, "sips:") {
-            scheme = .sip; text = UnsafeRawBufferPointer(rebasing: text[5...])
-        } else if IdentityText.hasSchemePrefix(text, "sip:") {
-            scheme = .sip; text = UnsafeRawBufferPointer(rebasing: text[4...])
-        } else if IdentityText.hasSchemePrefix(text, "tel:") {
-            scheme = .tel; text = UnsafeRawBufferPointer(rebasing: text[4...])
-        }
-        // Headers (`?...`) never belong to the number.
-        if let q = text.firstIndex(of: UInt8(ascii: "?")) {
-            text = UnsafeRawBufferPointer(rebasing: text[..<q])
-        }
-        var userPart: UnsafeRawBufferPointer
-        switch scheme {
-        case .sip:
-            if let at = text.lastIndex(of: UInt8(ascii: "@")) {
-                userPart = UnsafeRawBufferPointer(rebasing: text[..<at])
-            } else {
-                // `sip:anonymous.invalid` has no user part; a bare number
-                // where the host should be is still taken as the number.
-                let host = IdentityText.beforeSemicolon(text)
-                userPart = IdentityText.looksNumeric(host) ? text : UnsafeRawBufferPointer(rebasing: text[0..<0])
-            }
-        case .tel:
-            userPart = text
-        case .none:
-            if let at = text.lastIndex(of: UInt8(ascii: "@")) {
-                userPart = UnsafeRawBufferPointer(rebasing: text[..<at])
-            } else {
-                userPart = text
-            }
-        }
-        // Parameters inside the user part (`+86138...;cpc=ordinary`) or
-        // after a tel: number.
-        let number = IdentityText.beforeSemicolon(userPart)
-        var context: UnsafeRawBufferPointer? = nil
-        if number.count < userPart.count {
-            var params = UnsafeRawBufferPointer(rebasing: userPart[(number.count + 1)...])
-            while !params.isEmpty {
-                let param = IdentityText.beforeSemicolon(params)
-                if IdentityText.hasSchemePrefix(param, "phone-context=") {
-                    context = UnsafeRawBufferPointer(rebasing: param[14...])
-                }
-                params = param.count < params.count ? UnsafeRawBufferPointer(rebasing: params[(param.count + 1)...]) : UnsafeRawBufferPointer(rebasing: params[params.count...])
-            }
-        }
-        let trimmed = trimSpaces(number)
-        self.user = trimmed.isEmpty ? nil : trimmed
-        self.phoneContext = context
-    }
-
-    enum Scheme { case none, sip, tel }
-
-    /// The first `<` not inside a quoted string (RFC 3261 display names may
-    /// contain `<`); with unbalanced quotes, simply the first `<`.
-    static func angleOpen(_ text: UnsafeRawBufferPointer) -> Int? {
-        var inQuotes = false
-        var i = 0
-        while i < text.count {
-            let c = text[i]
-            if inQuotes {
-                if c == UInt8(ascii: "\\") { i += 2; continue }
-                if c == UInt8(ascii: "\"") { inQuotes = false }
-            } else if c == UInt8(ascii: "\"") {
-                inQuotes = true
-            } else if c == UInt8(ascii: "<") {
-                return i
-            }
-            i += 1
-        }
-        return inQuotes ? text.firstIndex(of: UInt8(ascii: "<")) : nil
-    }
-
-    static func beforeSemicolon(_ text: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
-        if let semi = text.firstIndex(of: UInt8(ascii: ";")) {
-            return UnsafeRawBufferPointer(rebasing: text[..<semi])
-        }
-        return text
-    }
-
-    static func looksNumeric(_ text: UnsafeRawBufferPointer) -> Bool {
-        guard !text.isEmpty else { return false }
-        var digits = 0
-        for c in text {
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digits += 1
-            case UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: " "): break
-            default: return false
-            }
-        }
-        return digits > 0
-    }
-
-    static func hasSchemePrefix(_ text: UnsafeRawBufferPointer, _ prefix: StaticString) -> Bool {
-        let count = prefix.utf8CodeUnitCount
-        guard text.count >= count else { return false }
-        let p = prefix.utf8Start
-        for i in 0..<count where lowercase(text[i]) != p[i] { return false }
-        return true
-    }
 }

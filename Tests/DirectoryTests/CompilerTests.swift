@@ -166,8 +166,8 @@ final class CompilerTests: XCTestCase {
         """
         XCTAssertEqual(diagnostics([Source("dir.csv", .csv, csv)]), [
             "dir.csv:3: invalid number 'abc': contains letters",
-            "dir.csv:4: invalid number '101': 3 digits is too short for a telephone number (an internal extension or service code?)",
-            "dir.csv:5: invalid number '+8613800138000123': 16 digits is too long for an E.164 number (at most 15)",
+            "dir.csv:4: invalid number '101': 3 digits is too short for a number of CN (+86), which has 7 to 12 digits after the country code (an internal extension or service code?)",
+            "dir.csv:5: invalid number '+8613800138000123': 16 digits is too long for an E.164 number (at most 15 with the country code)",
             "dir.csv:6: invalid number 'anonymous': a withheld identity, not a number",
             "dir.csv:7: empty number field",
         ])
@@ -384,7 +384,7 @@ final class CompilerTests: XCTestCase {
         let text = "+8613800138000\nabc\n\n1001  # extension\n+86170*\n+86*1*\n"
         XCTAssertEqual(diagnostics([Source("list.txt", .text, text)]), [
             "list.txt:2: invalid number 'abc': contains letters",
-            "list.txt:4: invalid number '1001': 4 digits is too short for a telephone number (an internal extension or service code?)",
+            "list.txt:4: invalid number '1001': 4 digits is too short for a number of CN (+86), which has 7 to 12 digits after the country code (an internal extension or service code?)",
             "list.txt:6: invalid number '+86*1*': contains '*'",
         ])
     }

@@ -1,0 +1,717 @@
+import CPhoneNumbers
+import Glibc
+import Synchronization
+
+/// The numbering plans of every country, derived once per process from the installed
+/// libphonenumber (docs/NUMBERING.md).
+///
+/// libphonenumber evaluates regular expressions on every call (about 30 µs per number
+/// here); lookupd reads the same metadata once and keeps, per territory, its calling code,
+/// prefixes and lengths, the national-prefix rules as small programs, and per calling code
+/// one automaton that answers "valid? in which region? what type?" in one table step per
+/// digit. Nothing is copied into the source tree: an upgrade of the library brings new
+/// plans at the next start of lookupd.
+///
+/// Threading: immutable after `installed` is first read (Swift initialises it once, under
+/// a lock); safe to share between threads.
+// @unchecked: the raw tables are written in init, and each calling code's once, under its
+// builder's lock, before its ready flag is released; they are only read otherwise.
+public final class NumberingData: @unchecked Sendable {
+    /// The data of the libphonenumber this process is linked with.
+    public static let installed: NumberingData = NumberingData()
+
+    let territories: [Territory]
+    /// Region code (`CN`) to territory index; non-geographic entities are not listed.
+    let regionIndex: [String: Int]
+    /// Calling code (1...999) to its regions (territory indexes, main country first); nil
+    /// where no country has that code.
+    private let members: [[Int]?]
+    // The hot path's tables: plain values in memory allocated once for the process, read
+    // without reference counting or locks.
+    /// Per territory, what reading a number needs.
+    private let factsTable: UnsafeMutablePointer<TerritoryFacts>
+    /// Per calling code, its main territory (-1: no country has the code).
+    private let mainOf: UnsafeMutablePointer<Int32>
+    /// Per calling code, its automata once built: `codeState` 0 not yet, 1 being built, 2
+    /// built; `codeTables` and `codeObjects` are written before the state turns 2
+    /// (release) and read after it is seen 2 (acquire).
+    private let codeState: UnsafeMutablePointer<Atomic<UInt8>>
+    private let codeTables: UnsafeMutablePointer<CallingCodeTables>
+    private let codeObjects: UnsafeMutablePointer<Unmanaged<CallingCode>?>
+    /// XXH64 of the metadata bytes: changes whenever the library's data does.
+    public let fingerprint: UInt64
+    /// Where the library was loaded from.
+    public let libraryPath: String
+    /// Patterns lookupd could not compile (a construct newer than this reader), as
+    /// "REGION: problem". Numbers of those regions are read with what remains.
+    public let problems: [String]
+
+    /// Region codes of every geographic region, sorted.
+    public var regions: [String] { regionIndex.keys.sorted() }
+
+    private init() {
+        var size = 0
+        let bytes = lookupd_pn_metadata_bytes(&size)
+        fingerprint = bytes.map { XXH64.hash(UnsafeRawBufferPointer(start: $0, count: size)) } ?? 0
+        libraryPath = String(cString: lookupd_pn_library_path())
+        var problems: [String] = []
+        if lookupd_pn_metadata_ok() == 0 { problems.append("libphonenumber's metadata could not be read") }
+        var territories: [Territory] = []
+        var regionIndex: [String: Int] = [:]
+        let count = Int(lookupd_pn_territory_count())
+        for t in 0..<count {
+            let territory = Territory(index: t, problems: &problems)
+            if territory.id != "001" { regionIndex[territory.id] = t }
+            territories.append(territory)
+        }
+        var members = [[Int]?](repeating: nil, count: 1000)
+        var seen = Set<Int>()
+        for territory in territories where seen.insert(territory.countryCode).inserted {
+            let cc = territory.countryCode
+            guard cc > 0, cc < 1000 else { continue }
+            var indexes = [Int32](repeating: 0, count: 64)
+            let n = Int(lookupd_pn_regions_for_code(Int32(cc), &indexes, 64))
+            let list = indexes.prefix(min(n, 64)).map(Int.init)
+            guard !list.isEmpty else { continue }
+            members[cc] = list
+        }
+        mainOf = .allocate(capacity: 1000)
+        codeState = .allocate(capacity: 1000)
+        codeTables = .allocate(capacity: 1000)
+        codeObjects = .allocate(capacity: 1000)
+        for cc in 0..<1000 {
+            mainOf[cc] = Int32(members[cc]?[0] ?? -1)
+            (codeState + cc).initialize(to: Atomic(0))
+            (codeObjects + cc).initialize(to: nil)
+        }
+        // Territory i's position in its calling code's region list.
+        var slots = [Int](repeating: 0, count: territories.count)
+        for list in members.compactMap({ $0 }) {
+            for (slot, t) in list.enumerated() { slots[t] = slot }
+        }
+        self.slots = slots
+        factsTable = .allocate(capacity: max(territories.count, 1))
+        for t in territories {
+            var facts = t.facts
+            facts.slot = slots[t.index]
+            (factsTable + t.index).initialize(to: facts)
+        }
+        self.territories = territories
+        self.regionIndex = regionIndex
+        self.members = members
+        self.problems = problems
+    }
+
+    /// The territory of a region code (`IT`), nil when libphonenumber does not know it.
+    func territory(region: String) -> Territory? {
+        regionIndex[region].map { territories[$0] }
+    }
+
+    /// Territory index to its position in its calling code's region list.
+    let slots: [Int]
+
+    /// Whether some country has calling code `cc`.
+    @inline(__always)
+    func isCountryCode(_ cc: Int) -> Bool {
+        cc > 0 && cc < 1000 && mainOf[cc] >= 0
+    }
+
+    /// What reading a number of territory `t` needs.
+    @inline(__always)
+    func facts(_ t: Int) -> TerritoryFacts { factsTable[t] }
+
+    /// The main territory's index of calling code `cc` (US for 1), nil for an unknown code.
+    @inline(__always)
+    func mainIndex(_ cc: Int) -> Int? {
+        guard cc > 0, cc < 1000 else { return nil }
+        let t = mainOf[cc]
+        return t >= 0 ? Int(t) : nil
+    }
+
+    /// The automata of a calling code, built the first time any thread asks.
+    @inline(__always)
+    func callingCode(_ cc: Int) -> CallingCodeTables? {
+        guard cc > 0, cc < 1000, mainOf[cc] >= 0 else { return nil }
+        if codeState[cc].load(ordering: .acquiring) == 2 { return codeTables[cc] }
+        return build(cc)
+    }
+
+    /// The first thread to ask builds (at most ~10 ms, once); any other waits for it,
+    /// yielding. Publication through the state's release/acquire, which ThreadSanitizer
+    /// follows (no lock to hide it).
+    private func build(_ cc: Int) -> CallingCodeTables? {
+        guard let list = members[cc] else { return nil }
+        if codeState[cc].compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged {
+            let code = CallingCode(countryCode: cc, territories: list, all: territories)
+            codeTables[cc] = code.tables
+            codeObjects[cc] = Unmanaged.passRetained(code)
+            codeState[cc].store(2, ordering: .releasing)
+        } else {
+            while codeState[cc].load(ordering: .acquiring) != 2 { sched_yield() }
+        }
+        return codeTables[cc]
+    }
+
+    /// The regions of a calling code, main country first (without building anything).
+    func territories(ofCountryCode cc: Int) -> [Int] {
+        cc > 0 && cc < 1000 ? members[cc] ?? [] : []
+    }
+
+    /// The main territory of a calling code (US for +1).
+    func mainTerritory(_ cc: Int) -> Territory? {
+        mainIndex(cc).map { territories[$0] }
+    }
+
+    /// What the plans say of an E.164 number: how many digits its calling code has and the
+    /// validity answer (region, type); nil when it starts with no known calling code.
+    func judge(_ number: PhoneNumber) -> (ccDigits: Int, answer: ValidityAnswer)? {
+        let count = number.digitCount
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
+            var v = number.value
+            for i in stride(from: count - 1, through: 0, by: -1) {
+                buffer[i] = UInt8(v % 10)
+                v /= 10
+            }
+            for len in 1...3 where len < count {
+                var cc = 0
+                for i in 0..<len { cc = cc * 10 + Int(buffer[i]) }
+                guard isCountryCode(cc), let code = callingCode(cc) else { continue }
+                return (len, code.judge(UnsafeBufferPointer(rebasing: buffer[len..<count])))
+            }
+            return nil
+        }
+    }
+
+    /// Builds every calling code's automata now (about 100 ms; `lookupd --version` does, to
+    /// report `buildProblems`).
+    public func prepareAll() {
+        for cc in 1..<1000 { _ = callingCode(cc) }
+    }
+
+    /// Compilation problems found so far, in the territories built (all after `prepareAll`).
+    public var buildProblems: [String] {
+        problems + (1..<1000).flatMap { cc -> [String] in
+            guard codeState[cc].load(ordering: .acquiring) == 2, let code = codeObjects[cc] else { return [] }
+            return code.takeUnretainedValue().problems
+        }
+    }
+
+    /// The region code of the main country of a calling code (`US` for 1), nil if unknown.
+    public func region(forCountryCode cc: Int) -> String? {
+        mainTerritory(cc).map(\.id)
+    }
+
+    /// How lookupd names its data: the library file, its region count and the fingerprint.
+    public var versionDescription: String {
+        let file = libraryPath.split(separator: "/").last.map(String.init) ?? "libphonenumber"
+        return "\(file), \(regionIndex.count) regions, metadata \(NumberingData.hex32(fingerprint))"
+    }
+
+    static func hex32(_ v: UInt64) -> String {
+        let s = String(UInt32(truncatingIfNeeded: v), radix: 16)
+        return String(repeating: "0", count: 8 - s.count) + s
+    }
+}
+
+/// libphonenumber's PhoneNumberType, with its numbering.
+public enum NumberType: UInt8, Sendable, CaseIterable, CustomStringConvertible {
+    case fixedLine = 0, mobile, fixedLineOrMobile, tollFree, premiumRate, sharedCost, voip, personalNumber, pager, uan,
+         voicemail, unknown
+
+    public var description: String {
+        switch self {
+        case .fixedLine: "fixed line"
+        case .mobile: "mobile"
+        case .fixedLineOrMobile: "fixed line or mobile"
+        case .tollFree: "toll free"
+        case .premiumRate: "premium rate"
+        case .sharedCost: "shared cost"
+        case .voip: "VoIP"
+        case .personalNumber: "personal number"
+        case .pager: "pager"
+        case .uan: "UAN"
+        case .voicemail: "voicemail"
+        case .unknown: "unknown"
+        }
+    }
+
+    /// Types that carriers are named for (libphonenumber's carrier mapper).
+    var isMobile: Bool { self == .mobile || self == .fixedLineOrMobile || self == .pager }
+}
+
+/// A set of national number lengths (bit n for n digits, 0...31).
+struct LengthSet: Equatable, Sendable {
+    var bits: UInt32 = 0
+
+    init(_ lengths: [Int32]) {
+        for l in lengths where l >= 0 && l < 32 { bits |= 1 << UInt32(l) }
+    }
+
+    init(bits: UInt32) { self.bits = bits }
+
+    @inline(__always) func contains(_ n: Int) -> Bool { n >= 0 && n < 32 && bits & (1 << UInt32(n)) != 0 }
+    var isEmpty: Bool { bits == 0 }
+    var min: Int? { bits == 0 ? nil : bits.trailingZeroBitCount }
+    var max: Int? { bits == 0 ? nil : 31 - bits.leadingZeroBitCount }
+    var values: [Int] { (0..<32).filter { contains($0) } }
+
+    /// `7 to 12`, `10`, `7, 9 or 10`: for operators' messages.
+    var text: String {
+        let v = values
+        guard let first = v.first, let last = v.last else { return "no" }
+        if v.count == 1 { return "\(first)" }
+        if last - first + 1 == v.count { return "\(first) to \(last)" }
+        return v.dropLast().map(String.init).joined(separator: ", ") + " or \(last)"
+    }
+}
+
+/// One territory of the metadata (a region such as `CN`, or a non-geographic entity "001").
+/// A class: the hot path passes territories around, and a reference costs one retain where
+/// this many fields would cost a dozen.
+final class Territory: Sendable {
+    /// What reading a number needs of it (a plain value; `slot` is set by NumberingData).
+    let facts: TerritoryFacts
+    let id: String
+    let sameMobileAndFixedLinePattern: Bool
+    /// The exit prefix as the metadata writes it (`00`, `011`, `001[14-689]|...`).
+    let internationalPrefixPattern: String?
+    /// The exit prefix to show (`00`, `011`, `8~10`): preferred, else the pattern when plain.
+    let internationalPrefixForDisplay: String?
+    let nationalPrefix: String?
+    let nationalPrefixForParsingPattern: String?
+    /// Descriptions by `LOOKUPD_PN_*` index: pattern (nil when absent), lengths, examples.
+    let descriptions: [Description]
+
+    var index: Int { facts.index }
+    var countryCode: Int { facts.countryCode }
+    var isMainCountry: Bool { facts.isMainCountry }
+    var possibleLengths: LengthSet { facts.possibleLengths }
+    var localOnlyLengths: LengthSet { facts.localOnlyLengths }
+    var internationalPrefix: DigitProgram? { facts.internationalPrefix }
+    var nationalPrefixForParsing: DigitProgram? { facts.nationalPrefixForParsing }
+    var transformRule: TransformRule? { facts.transformRule }
+
+    struct Description: Sendable {
+        let pattern: String?
+        /// nil: the metadata gives none (the general description's apply).
+        let lengths: LengthSet?
+        let example: String?
+    }
+
+
+    init(index t: Int, problems: inout [String]) {
+        func text(_ field: Int32) -> String? { lookupd_pn_territory_text(Int32(t), field).map { String(cString: $0) } }
+        id = text(Int32(LOOKUPD_PN_ID)) ?? "?"
+        let countryCode = Int(lookupd_pn_territory_country_code(Int32(t)))
+        let flags = lookupd_pn_territory_flags(Int32(t))
+        sameMobileAndFixedLinePattern = flags & 2 != 0
+        let name = id == "001" ? "+\(countryCode)" : id
+        func program(_ pattern: String?) -> DigitProgram? {
+            guard let pattern, !pattern.isEmpty else { return nil }
+            do { return DigitProgram(try ParsedPattern(pattern)) } catch {
+                problems.append("\(name): \(error)")
+                return nil
+            }
+        }
+        internationalPrefixPattern = text(Int32(LOOKUPD_PN_INTERNATIONAL_PREFIX))
+        let preferred = text(Int32(LOOKUPD_PN_PREFERRED_INTERNATIONAL_PREFIX))
+        if let preferred {
+            internationalPrefixForDisplay = preferred
+        } else if let p = internationalPrefixPattern, p.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+            internationalPrefixForDisplay = p
+        } else {
+            internationalPrefixForDisplay = internationalPrefixPattern
+        }
+        nationalPrefix = text(Int32(LOOKUPD_PN_NATIONAL_PREFIX))
+        nationalPrefixForParsingPattern = text(Int32(LOOKUPD_PN_NATIONAL_PREFIX_FOR_PARSING))
+        var descriptions: [Description] = []
+        for d in 0..<Int(LOOKUPD_PN_DESC_COUNT) {
+            let pattern = lookupd_pn_desc_pattern(Int32(t), Int32(d)).map { String(cString: $0) }
+            var buffer = [Int32](repeating: 0, count: 32)
+            let n = Int(lookupd_pn_desc_lengths(Int32(t), Int32(d), 0, &buffer, 32))
+            let lengths: LengthSet? = n == 0 ? nil : LengthSet(Array(buffer.prefix(n)))
+            let example = lookupd_pn_desc_example(Int32(t), Int32(d)).map { String(cString: $0) }
+            descriptions.append(Description(pattern: pattern, lengths: lengths, example: example))
+        }
+        self.descriptions = descriptions
+        var local = [Int32](repeating: 0, count: 32)
+        let nl = Int(lookupd_pn_desc_lengths(Int32(t), Int32(LOOKUPD_PN_GENERAL), 1, &local, 32))
+        facts = TerritoryFacts(index: t, countryCode: countryCode, slot: -1, isMainCountry: flags & 1 != 0,
+                               possibleLengths: descriptions[Int(LOOKUPD_PN_GENERAL)].lengths ?? LengthSet(bits: 0),
+                               localOnlyLengths: LengthSet(Array(local.prefix(nl))),
+                               internationalPrefix: program(internationalPrefixPattern),
+                               nationalPrefixForParsing: program(nationalPrefixForParsingPattern),
+                               transformRule: text(Int32(LOOKUPD_PN_NATIONAL_PREFIX_TRANSFORM_RULE)).flatMap(Territory.parseTransform))
+    }
+
+    /// `9$1` or `9\1`: digits and group references.
+    static func parseTransform(_ rule: String) -> TransformRule? {
+        var parts: [UInt8] = []
+        var bytes = Array(rule.utf8)[...]
+        while let c = bytes.first {
+            bytes = bytes.dropFirst()
+            if c == UInt8(ascii: "$") || c == UInt8(ascii: "\\") {
+                guard let g = bytes.first, g >= 0x31, g <= 0x39 else { return nil }
+                bytes = bytes.dropFirst()
+                parts.append(TransformRule.groupFlag | (g - 0x30))
+            } else if c >= 0x30, c <= 0x39 {
+                parts.append(c - 0x30)
+            } else {
+                return nil
+            }
+        }
+        return TransformRule(parts)
+    }
+
+}
+
+/// A national prefix transform rule (`441$1`): up to 8 parts, each a digit or a group
+/// reference, packed into a plain value.
+struct TransformRule: Equatable, Sendable {
+    static let groupFlag: UInt8 = 0x10
+    private let packed: UInt64
+    let count: Int
+
+    init?(_ parts: [UInt8]) {
+        guard !parts.isEmpty, parts.count <= 8 else { return nil }
+        var p: UInt64 = 0
+        for (i, part) in parts.enumerated() { p |= UInt64(part) << (8 * UInt64(i)) }
+        packed = p
+        count = parts.count
+    }
+
+    /// Part `i`: a digit (0-9), or `groupFlag | k` for group k.
+    @inline(__always) subscript(i: Int) -> UInt8 { UInt8(truncatingIfNeeded: packed >> (8 * UInt64(i))) }
+}
+
+/// What reading a number needs of a territory, as a plain value (no references to count).
+struct TerritoryFacts: Sendable {
+    let index: Int
+    let countryCode: Int
+    /// Position in its calling code's region list.
+    var slot: Int
+    let isMainCountry: Bool
+    let possibleLengths: LengthSet
+    let localOnlyLengths: LengthSet
+    let internationalPrefix: DigitProgram?
+    let nationalPrefixForParsing: DigitProgram?
+    let transformRule: TransformRule?
+
+    /// libphonenumber's TestNumberLength for numbers of any type.
+    @inline(__always)
+    func testLength(_ n: Int, lengths override: LengthSet? = nil) -> LengthCheck {
+        let lengths = override ?? possibleLengths
+        guard let lo = lengths.min, let hi = lengths.max else { return .invalidLength }
+        if override == nil, localOnlyLengths.contains(n) { return .localOnly }
+        if n == lo { return .possible }
+        if n < lo { return .tooShort }
+        if n > hi { return .tooLong }
+        return lengths.contains(n) ? .possible : .invalidLength
+    }
+}
+
+enum LengthCheck: Equatable {
+    case possible, localOnly, tooShort, tooLong, invalidLength
+}
+
+/// What the validity automaton answers for a national significant number of one length.
+struct ValidityAnswer: Equatable {
+    /// Position in the calling code's region list of the region libphonenumber assigns
+    /// (GetRegionCodeForNumber), `none` when it assigns none.
+    var region: UInt8
+    var type: NumberType
+
+    static let none: UInt8 = 0xFF
+    static let invalid = ValidityAnswer(region: none, type: .unknown)
+
+    var isValid: Bool { region != ValidityAnswer.none && type != .unknown }
+
+    var packed: UInt32 { UInt32(region) | UInt32(type.rawValue) << 8 }
+
+    init(region: UInt8, type: NumberType) {
+        self.region = region
+        self.type = type
+    }
+
+    init(packed: UInt32) {
+        region = UInt8(truncatingIfNeeded: packed)
+        type = NumberType(rawValue: UInt8(truncatingIfNeeded: packed >> 8)) ?? .unknown
+    }
+}
+
+/// One calling code: its regions in libphonenumber's order, and the automaton that judges
+/// its national significant numbers the way IsValidNumber, GetRegionCodeForNumber and
+/// GetNumberType do, for all its regions at once.
+// @unchecked: the tables are written once in init and only read afterwards.
+final class CallingCode: Sendable {
+    let countryCode: Int
+    /// Territory indexes, main country first.
+    let territories: [Int]
+    let tables: CallingCodeTables
+    let stateCount: Int
+    let rowCount: Int
+    let problems: [String]
+
+    /// libphonenumber's longest national significant number.
+    static let maxLength = 17
+
+    /// A copy in memory that is never freed: the tables live as long as the process.
+    private static func copy<T>(_ array: [T]) -> UnsafePointer<T> {
+        let p = UnsafeMutablePointer<T>.allocate(capacity: max(array.count, 1))
+        _ = UnsafeMutableBufferPointer(start: p, count: array.count).initialize(from: array)
+        return UnsafePointer(p)
+    }
+
+    init(countryCode: Int, territories members: [Int], all: [Territory]) {
+        var problems: [String] = []
+        var cache: [String: DigitDFA] = [:]
+        func compile(_ pattern: String, prefixMatch: Bool = false) throws(DigitPatternError) -> DigitDFA {
+            let key = prefixMatch ? "^" + pattern : pattern
+            if let dfa = cache[key] { return dfa }
+            let dfa = try DigitDFA(try ParsedPattern(pattern).regex, prefixMatch: prefixMatch)
+            cache[key] = dfa
+            return dfa
+        }
+        self.countryCode = countryCode
+        territories = members
+        // Components: per region its general description, the type descriptions in
+        // GetNumberTypeHelper's order, and the leading digits (a prefix match).
+        struct Component {
+            let dfa: DigitDFA
+            let lengths: LengthSet?
+        }
+        struct RegionParts {
+            var general: Int?
+            var types: [(NumberType, Int)] = []
+            var fixedLine: Int?
+            var mobile: Int?
+            var leading: Int?
+            var sameMobileAndFixed = false
+        }
+        var components: [Component] = []
+        var regions: [RegionParts] = []
+        let typeOrder: [(Int32, NumberType)] = [
+            (Int32(LOOKUPD_PN_PREMIUM_RATE), .premiumRate), (Int32(LOOKUPD_PN_TOLL_FREE), .tollFree),
+            (Int32(LOOKUPD_PN_SHARED_COST), .sharedCost), (Int32(LOOKUPD_PN_VOIP), .voip),
+            (Int32(LOOKUPD_PN_PERSONAL_NUMBER), .personalNumber), (Int32(LOOKUPD_PN_PAGER), .pager),
+            (Int32(LOOKUPD_PN_UAN), .uan), (Int32(LOOKUPD_PN_VOICEMAIL), .voicemail),
+        ]
+        for t in members {
+            let territory = all[t]
+            let name = territory.id == "001" ? "+\(countryCode)" : territory.id
+            var parts = RegionParts()
+            parts.sameMobileAndFixed = territory.sameMobileAndFixedLinePattern
+            func add(_ desc: Int32) -> Int? {
+                let d = territory.descriptions[Int(desc)]
+                guard let pattern = d.pattern, !pattern.isEmpty else { return nil }
+                do {
+                    components.append(Component(dfa: try compile(pattern), lengths: d.lengths))
+                    return components.count - 1
+                } catch {
+                    problems.append("\(name): \(error)")
+                    return nil
+                }
+            }
+            parts.general = add(Int32(LOOKUPD_PN_GENERAL))
+            for (desc, type) in typeOrder {
+                if let c = add(desc) { parts.types.append((type, c)) }
+            }
+            parts.fixedLine = add(Int32(LOOKUPD_PN_FIXED_LINE))
+            parts.mobile = add(Int32(LOOKUPD_PN_MOBILE))
+            if let leading = lookupd_pn_territory_text(Int32(t), Int32(LOOKUPD_PN_LEADING_DIGITS)).map({ String(cString: $0) }),
+               !leading.isEmpty {
+                do {
+                    components.append(Component(dfa: try compile(leading, prefixMatch: true), lengths: nil))
+                    parts.leading = components.count - 1
+                } catch {
+                    problems.append("\(name): leading digits: \(error)")
+                }
+            }
+            regions.append(parts)
+        }
+
+        // The answer row for the components in an accepting state, per length.
+        let rowLength = CallingCode.maxLength + 1
+        func answers(_ accepting: Set<Int>) -> [UInt32] {
+            func member(_ c: Int?, _ n: Int) -> Bool {
+                guard let c, accepting.contains(c) else { return false }
+                if let lengths = components[c].lengths, !lengths.contains(n) { return false }
+                return true
+            }
+            func type(_ r: RegionParts, _ n: Int) -> NumberType {
+                guard member(r.general, n) else { return .unknown }
+                for (type, c) in r.types where member(c, n) { return type }
+                if member(r.fixedLine, n) {
+                    return r.sameMobileAndFixed || member(r.mobile, n) ? .fixedLineOrMobile : .fixedLine
+                }
+                if !r.sameMobileAndFixed, member(r.mobile, n) { return .mobile }
+                return .unknown
+            }
+            var row: [UInt32] = []
+            row.reserveCapacity(rowLength)
+            for n in 0..<rowLength {
+                var chosen = ValidityAnswer.none
+                var chosenType = NumberType.unknown
+                for (slot, r) in regions.enumerated() {
+                    let t = type(r, n)
+                    // GetRegionCodeForNumberFromRegionList: a region with leading digits
+                    // takes the number when they match, valid or not; one without, when
+                    // the number is valid there.
+                    if regions.count == 1 || (r.leading.map { accepting.contains($0) } ?? (t != .unknown)) {
+                        chosen = UInt8(slot)
+                        chosenType = t
+                        break
+                    }
+                }
+                row.append(ValidityAnswer(region: chosen, type: chosenType).packed)
+            }
+            return row
+        }
+
+        // The product of the component automata, state by reachable state. A product
+        // state lists the (component, state) pairs still alive.
+        var ids: [StateKey: Int32] = [:]
+        var tuples: [[Int32]] = []
+        var next: [Int32] = []
+        var rowOf: [Int32] = []
+        var rows: [[UInt32]: Int32] = [:]
+        var rowsByAccepting: [StateKey: Int32] = [:]
+        var flatRows: [UInt32] = []
+        var start: [Int32] = []
+        for c in components.indices { start.append(Int32(c)); start.append(0) }
+        ids[StateKey(start)] = 0
+        tuples.append(start)
+        var targets: [[Int32]] = Array(repeating: [], count: 10)
+        var i = 0
+        while i < tuples.count {
+            let tuple = tuples[i]
+            var acceptingList: [Int32] = []
+            var k = 0
+            while k < tuple.count {
+                let c = Int(tuple[k]), st = Int(tuple[k + 1])
+                if components[c].dfa.accepting[st] { acceptingList.append(Int32(c)) }
+                k += 2
+            }
+            let acceptingKey = StateKey(acceptingList)
+            if let r = rowsByAccepting[acceptingKey] { rowOf.append(r) } else {
+                let row = answers(Set(acceptingList.map(Int.init)))
+                let r: Int32
+                if let existing = rows[row] { r = existing } else {
+                    r = Int32(rows.count)
+                    rows[row] = r
+                    flatRows += row
+                }
+                rowsByAccepting[acceptingKey] = r
+                rowOf.append(r)
+            }
+            for d in 0..<10 { targets[d].removeAll(keepingCapacity: true) }
+            k = 0
+            while k < tuple.count {
+                let c = Int(tuple[k]), st = Int(tuple[k + 1])
+                let dfa = components[c].dfa
+                for d in 0..<10 {
+                    let t = dfa.next[st * 10 + d]
+                    if t >= 0 { targets[d].append(Int32(c)); targets[d].append(t) }
+                }
+                k += 2
+            }
+            for d in 0..<10 {
+                if targets[d].isEmpty { next.append(-1); continue }
+                let key = StateKey(targets[d])
+                if let id = ids[key] { next.append(id) } else {
+                    let id = Int32(tuples.count)
+                    ids[key] = id
+                    tuples.append(targets[d])
+                    next.append(id)
+                }
+            }
+            i += 1
+        }
+        // Merge states with the same future (same answers now and after every digit).
+        let product = DigitDFA(next: next, accepting: [Bool](repeating: false, count: tuples.count))
+        let (minimal, representative) = product.minimizedWithClasses(initial: rowOf.map(Int.init))
+        var next2 = minimal.next
+        let rowOf2 = representative.map { rowOf[$0] }
+        // A state whose answers are all "invalid" and that leads nowhere else is the dead state.
+        let invalidRow = [UInt32](repeating: ValidityAnswer.invalid.packed, count: rowLength)
+        let deadRow = rows[invalidRow]
+        if let deadRow { DigitDFA.cutDeadStates(&next2, alive: rowOf2.map { $0 != deadRow }) }
+        stateCount = rowOf2.count
+        rowCount = flatRows.count / rowLength
+        var starts: [Int32] = []
+        var flatNext: [Int32] = []
+        var flatAccepting: [Bool] = []
+        for r in regions {
+            guard let c = r.general else { starts.append(-1); continue }
+            let dfa = components[c].dfa
+            let offset = Int32(flatAccepting.count)
+            starts.append(offset)
+            flatNext += dfa.next.map { $0 < 0 ? -1 : $0 + offset }
+            flatAccepting += dfa.accepting
+        }
+        tables = CallingCodeTables(
+            next: CallingCode.copy(next2), answerRow: CallingCode.copy(rowOf2), answers: CallingCode.copy(flatRows),
+            generalStart: CallingCode.copy(starts), generalNext: CallingCode.copy(flatNext),
+            generalAccepting: CallingCode.copy(flatAccepting), territories: CallingCode.copy(members.map(Int32.init)),
+            territoryCount: members.count,
+            mobileIsGeographical: lookupd_pn_mobile_is_geographical(Int32(countryCode)) != 0)
+        self.problems = problems
+    }
+}
+
+/// A calling code's tables as plain values: pointers into memory allocated once for the
+/// process, read without bounds checks (every index in them was checked when they were
+/// built) or reference counting.
+struct CallingCodeTables: @unchecked Sendable {
+    /// `next[state * 10 + digit]`, -1: no number of this code starts so.
+    let next: UnsafePointer<Int32>
+    /// Per state, the row of `answers` for the number ending there.
+    let answerRow: UnsafePointer<Int32>
+    /// Rows of `CallingCode.maxLength + 1` packed answers, one per number length.
+    let answers: UnsafePointer<UInt32>
+    /// The general descriptions' automata, one after the other: per region slot its start
+    /// state (-1: no pattern), shared transitions and accepting flags.
+    let generalStart: UnsafePointer<Int32>
+    let generalNext: UnsafePointer<Int32>
+    let generalAccepting: UnsafePointer<Bool>
+    /// Territory indexes, main country first.
+    let territories: UnsafePointer<Int32>
+    let territoryCount: Int
+    let mobileIsGeographical: Bool
+
+    /// A number no region's pattern admits: invalid, assigned to the code's only region
+    /// when it has one (GetRegionCodeForNumber's rule).
+    @inline(__always)
+    var noMatch: ValidityAnswer {
+        ValidityAnswer(region: territoryCount == 1 ? 0 : ValidityAnswer.none, type: .unknown)
+    }
+
+    /// The judgement for a national significant number (digits 0-9).
+    @inline(__always)
+    func judge(_ digits: UnsafeBufferPointer<UInt8>) -> ValidityAnswer {
+        guard digits.count <= CallingCode.maxLength else { return noMatch }
+        var s: Int32 = 0
+        for d in digits {
+            s = next[Int(s) &* 10 &+ Int(d)]
+            if s < 0 { return noMatch }
+        }
+        let row = Int(answerRow[Int(s)])
+        return ValidityAnswer(packed: answers[row &* (CallingCode.maxLength + 1) &+ digits.count])
+    }
+
+    /// Whether a national significant number fits region `slot`'s general description
+    /// (libphonenumber's "viable" test when it strips a national prefix).
+    @inline(__always)
+    func isViable(_ digits: UnsafeBufferPointer<UInt8>, slot: Int) -> Bool {
+        var s = generalStart[slot]
+        guard s >= 0 else { return false }
+        for d in digits {
+            s = generalNext[Int(s) &* 10 &+ Int(d)]
+            if s < 0 { return false }
+        }
+        return generalAccepting[Int(s)]
+    }
+
+    /// The territory index of region slot `slot`.
+    @inline(__always) func territory(_ slot: Int) -> Int { Int(territories[slot]) }
+}
