@@ -174,6 +174,9 @@ public struct DirectoryHeader: Equatable, Sendable {
     public var rootTableOffset: UInt64 = 0
     /// Version 2: entries of the root table (blocks of the checksum table).
     public var rootTableCount: UInt64 = 0
+    /// The numbering plan the numbers were read under (bytes 152...167); nil in files
+    /// written before lookupd recorded it.
+    public var plan: RecordedPlan? = nil
     public var headerChecksum: UInt64 = 0
 
     public init() {}
@@ -208,7 +211,8 @@ public struct DirectoryHeader: Equatable, Sendable {
             put32(132, prefixLengthMask)
             put64(136, journalID)
             put64(144, journalSequence)
-            // 152...167 belong to the numbering plan (NumberingPlan's fields).
+            // 152...167: the numbering plan (RecordedPlan), zero when none was recorded.
+            if let plan { plan.encode(into: raw) }
             if formatVersion >= 2 {
                 put32(168, blockShift)
                 put64(176, contentEnd)
@@ -287,6 +291,8 @@ public struct DirectoryHeader: Equatable, Sendable {
                 throw .corrupt(path: path, reason: "block size 2^\(h.blockShift) is outside 2^9...2^20")
             }
         }
+        // Zeros (files written before the plan was recorded): no plan.
+        h.plan = RecordedPlan(decoding: raw)
         if h.fileSize > UInt64(actualSize) {
             throw .truncated(path: path, expected: h.fileSize, actual: actualSize)
         }
@@ -323,6 +329,72 @@ public struct DirectoryHeader: Equatable, Sendable {
     var layout: DirectoryLayout? {
         DirectoryLayout(entryCount: entryCount, prefixCount: prefixCount, labelCount: labelCount, labelDataSize: labelDataSize,
                         blockShift: formatVersion >= 2 ? blockShift : nil)
+    }
+}
+
+/// The numbering plan a directory file was compiled under (header bytes 152...167,
+/// docs/FORMAT.md): numbers written there without a country code were read under it.
+public struct RecordedPlan: Equatable, Sendable, CustomStringConvertible {
+    /// Byte 152: 1 for this layout (0: nothing recorded).
+    static let version: UInt8 = 1
+    /// ISO 3166 region code (`CN`).
+    public var region: String
+    public var countryCode: UInt16
+    /// Nobody named the plan: it was the built-in default.
+    public var wasDefault: Bool
+    /// `national-prefix`, `international-prefix` or `national-number-length` changed it.
+    public var hasOverrides: Bool
+    /// `NumberingPlan.settingsFingerprint`: what distinguishes two plans' readings.
+    public var settingsFingerprint: UInt32
+    /// The low 32 bits of `NumberingData.fingerprint` then: which libphonenumber data.
+    public var metadataFingerprint: UInt32
+
+    public init(_ plan: NumberingPlan, metadata: UInt64) {
+        region = plan.region
+        countryCode = UInt16(plan.countryCode)
+        wasDefault = plan.isDefault
+        hasOverrides = plan.hasOverrides
+        settingsFingerprint = plan.settingsFingerprint
+        metadataFingerprint = UInt32(truncatingIfNeeded: metadata)
+    }
+
+    init?(decoding raw: UnsafeRawBufferPointer) {
+        guard raw.count >= 168, raw[152] == RecordedPlan.version else { return nil }
+        let flags = raw[153]
+        let letters = [raw[154], raw[155]]
+        guard letters.allSatisfy({ $0 >= 0x41 && $0 <= 0x5A }) else { return nil }
+        region = String(decoding: letters, as: UTF8.self)
+        countryCode = UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: 156, as: UInt16.self))
+        wasDefault = flags & 1 != 0
+        hasOverrides = flags & 2 != 0
+        settingsFingerprint = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 160, as: UInt32.self))
+        metadataFingerprint = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 164, as: UInt32.self))
+    }
+
+    func encode(into raw: UnsafeMutableRawBufferPointer) {
+        raw[152] = RecordedPlan.version
+        raw[153] = (wasDefault ? 1 : 0) | (hasOverrides ? 2 : 0)
+        let letters = Array(region.utf8)
+        raw[154] = letters.count == 2 ? letters[0] : 0
+        raw[155] = letters.count == 2 ? letters[1] : 0
+        raw.storeBytes(of: countryCode.littleEndian, toByteOffset: 156, as: UInt16.self)
+        raw.storeBytes(of: settingsFingerprint.littleEndian, toByteOffset: 160, as: UInt32.self)
+        raw.storeBytes(of: metadataFingerprint.littleEndian, toByteOffset: 164, as: UInt32.self)
+    }
+
+    /// Whether `plan` is this plan's region: numbers written without a country code read
+    /// as numbers of the same country. (Overrides of prefixes or lengths within a region
+    /// are told apart by `settingsFingerprint`, which inspect shows.)
+    public func matches(_ plan: NumberingPlan) -> Bool {
+        region == plan.region
+    }
+
+    /// `CN (+86)`, with "the built-in default" or "with overrides" when so.
+    public var description: String {
+        var text = "\(region) (+\(countryCode))"
+        if wasDefault { text += ", the built-in default (no plan was named)" }
+        if hasOverrides { text += ", with explicit prefixes or lengths" }
+        return text
     }
 }
 

@@ -66,6 +66,8 @@ public struct DirectoryPlan: Sendable {
     public var directoryVersion: UInt64 = 0
     public var journalID: UInt64 = 0
     public var journalSequence: UInt64 = 0
+    /// The numbering plan the numbers were read under (header bytes 152-167).
+    public var recordedPlan: RecordedPlan? = nil
 
     public init(entryCount: Int, prefixCount: Int, labels: LabelTable) {
         self.entryCount = entryCount

@@ -17,6 +17,8 @@ public struct DirectoryContent: Sendable {
     /// Written by compaction: the journal and its last record merged here.
     public var journalID: UInt64 = 0
     public var journalSequence: UInt64 = 0
+    /// The numbering plan the numbers were read under (recorded in the header).
+    public var plan: RecordedPlan? = nil
 
     public init() {}
 
@@ -74,6 +76,7 @@ public enum DirectoryWriter {
         plan.directoryVersion = content.directoryVersion
         plan.journalID = content.journalID
         plan.journalSequence = content.journalSequence
+        plan.recordedPlan = content.plan
         try write(plan, to: path, progress: progress, formatVersion: formatVersion, blockShift: blockShift) { (sink) throws(DirectoryError) in
             for i in content.exactKeys.indices { try sink.exact(content.exactKeys[i], content.exactValues[i]) }
             for i in content.prefixKeys.indices { try sink.prefix(content.prefixKeys[i], content.prefixValues[i]) }
@@ -137,6 +140,7 @@ public enum DirectoryWriter {
                 header.prefixLengthMask = sink.prefixMask
                 header.journalID = plan.journalID
                 header.journalSequence = plan.journalSequence
+                header.plan = plan.recordedPlan
                 do throws(Errno) {
                     if formatVersion >= 2 {
                         header.contentChecksum = try sealer.finish()

@@ -105,11 +105,11 @@ final class FormatTests: XCTestCase {
     }
 
     func testFifteenDigitPrefixAndLongestNumbers() throws {
-        let c = try content([Source("dir.txt", .text, "+123456789012345*\n+999999999999999\n+1234567\n")])
+        let c = try content([Source("dir.txt", .text, "+123456789012345*\n+491234567890123\n+4702800\n")])
         let directory = try writeAndOpen(c, in: folder)
         XCTAssertEqual(try directory.lookup(number("+123456789012345"))?.match, .prefix(prefix("+123456789012345*")))
-        XCTAssertEqual(try directory.lookup(number("+999999999999999"))?.match, .exact(number("+999999999999999")))
-        XCTAssertEqual(try directory.lookup(number("+1234567"))?.match, .exact(number("+1234567")))
+        XCTAssertEqual(try directory.lookup(number("+491234567890123"))?.match, .exact(number("+491234567890123")))
+        XCTAssertEqual(try directory.lookup(number("+4702800"))?.match, .exact(number("+4702800")))
         XCTAssertNil(try directory.lookup(number("+12345678901234")))
         XCTAssertNoThrow(try directory.verify())
     }
@@ -158,7 +158,11 @@ final class FormatTests: XCTestCase {
         XCTAssertEqual(u64(root), XXH64.hash(Array(bytes[table..<root]), seed: 1 << 63), "table block 0")
         XCTAssertEqual(XXH64.hash(Array(bytes[root...])), h.contentChecksum, "the root of the tree")
         XCTAssertEqual(XXH64.hash(Array(bytes[0..<248])), h.headerChecksum)
-        XCTAssertEqual(Array(bytes[136..<168]), [UInt8](repeating: 0, count: 32), "no journal merged; no numbering plan")
+        XCTAssertEqual(Array(bytes[136..<152]), [UInt8](repeating: 0, count: 16), "no journal merged")
+        // The numbering plan (docs/FORMAT.md): version 1, flags (bit 0: the built-in
+        // default), region, calling code, reserved, the two fingerprints.
+        XCTAssertEqual(Array(bytes[152..<160]), [1, 1, UInt8(ascii: "C"), UInt8(ascii: "N"), 86, 0, 0, 0])
+        XCTAssertEqual(h.plan, RecordedPlan(.china, metadata: NumberingData.installed.fingerprint))
         XCTAssertEqual(u64(168) & 0xFFFF_FFFF, 12)
         XCTAssertEqual(u64(176), h.contentEnd)
         XCTAssertEqual(u64(184), 1)
