@@ -1,5 +1,6 @@
 import Addresses
 import Configuration
+import Identity
 import Screening
 import SIP
 
@@ -16,47 +17,21 @@ extension Answerer {
     }
 
     /// The verdict for an initial INVITE from `identity`, counted (verdict, its source, the
-    /// policy that acted).
+    /// policy that acted). Screening reads the identity SIP extracted (number decoded once,
+    /// phone-context, verstat), never the URI itself: `lookupd query` of the same URI reads
+    /// it through the same SIP code and gets the same answer.
     func decide(_ request: SIPRequest, caller identity: SIPIdentityURI, set: ServingSet, now: WallTime) -> Decision {
-        var uri = request.from.uri
-        if case .assertedIdentity(let i) = identity { uri = request.assertedIdentities[i].uri }
+        let caller = request.callerIdentity(identity)
         let screening = set.screening
         let context = CallContext(callee: request.requestURI.user?.bytes ?? UnsafeRawBufferPointer(start: nil, count: 0),
-                                  verstat: Answerer.verstat(uri),
+                                  verstat: Verstat(caller.verstat),
                                   privacy: request.privacy.contains(.id),
                                   time: screening.usesTime ? set.policy.zone.localTime(utc: now.seconds) : nil)
-        let decision = screening.decide(caller: uri.userOrNumber?.bytes, context: context)
+        let decision = screening.decide(caller: caller, context: context)
         counters.add(Counter.verdict(decision.verdict))
         verdictSources.add(decision)
         countPolicy(decision)
         return decision
-    }
-
-    /// `verstat` as a URI parameter (`tel:+1...;verstat=...`, `sip:...@host;verstat=...`) or,
-    /// as 3GPP TS 24.229 writes it for a sip: URI with user=phone, inside the user part
-    /// (`sip:+1...;verstat=...@host`).
-    static func verstat(_ uri: SIPURI) -> Verstat {
-        if let value = uri.parameters.value("verstat") { return Verstat(value.bytes) }
-        guard let user = uri.rawUser else { return .absent }
-        let bytes = user.bytes
-        let name: StaticString = ";verstat="
-        let count = name.utf8CodeUnitCount
-        guard bytes.count > count else { return .absent }
-        var i = 0
-        while i + count <= bytes.count {
-            var matches = true
-            for k in 0..<count where bytes[i + k] | 0x20 != name.utf8Start[k] | 0x20 {
-                matches = false
-                break
-            }
-            if matches {
-                var end = i + count
-                while end < bytes.count, bytes[end] != UInt8(ascii: ";") { end += 1 }
-                return Verstat(UnsafeRawBufferPointer(rebasing: bytes[(i + count)..<end]))
-            }
-            i += 1
-        }
-        return .absent
     }
 
     func countPolicy(_ d: Decision) {

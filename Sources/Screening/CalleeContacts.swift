@@ -28,7 +28,7 @@ public struct CalleeContacts: Sendable {
         var stems: [String] = []
         for (stem, list) in lists where byStem[stem] == nil {
             byStem[stem] = kept.count
-            if case .number(let n) = normalizer.normalize(stem), byNumber[n.value] == nil { byNumber[n.value] = kept.count }
+            if let n = normalizer.normalize(stem).number, byNumber[n.value] == nil { byNumber[n.value] = kept.count }
             kept.append(list)
             stems.append(stem)
         }
@@ -49,7 +49,7 @@ public struct CalleeContacts: Sendable {
         // Extensions and numbers fit Swift's small-string form (15 bytes):
         // no allocation for the usual keys.
         if let i = byStem[String(decoding: user, as: UTF8.self)] { return i }
-        guard !byNumber.isEmpty, case .number(let n) = normalizer.normalize(bytes: user) else { return nil }
+        guard !byNumber.isEmpty, let n = normalizer.normalize(bytes: user).number else { return nil }
         return byNumber[n.value]
     }
 }

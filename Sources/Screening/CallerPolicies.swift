@@ -9,7 +9,8 @@ public enum PolicyRule: String, Sendable, CaseIterable, CustomStringConvertible 
     case bypass
     /// `anonymous-callers`: withheld identities.
     case anonymous = "anonymous-callers"
-    /// `invalid-callers`: empty, too short, all-zero and other non-numbers.
+    /// `invalid-callers`: empty, too short, all-zero and other non-numbers, and numbers
+    /// their country's plan holds no range for.
     case invalid = "invalid-callers"
     /// `verstat-failed`: verstat=TN-Validation-Failed.
     case verstatFailed = "verstat-failed"
@@ -142,8 +143,10 @@ public struct BypassList: Sendable, Equatable {
             }
         } else {
             if !digits.plus { dialled.insert(digits) }
-            if case .number(let n) = normalizer.normalize(text) { numbers.insert(n.value) } else if digits.plus {
-                return "'\(item)' is not a valid E.164 number"
+            switch normalizer.normalize(text) {
+            case .number(let n), .notInPlan(let n, _): numbers.insert(n.value)
+            case .invalid(let reason) where digits.plus: return "'\(item)' is not an E.164 number: \(reason)"
+            default: break
             }
         }
         items.append(item)
@@ -174,6 +177,9 @@ public struct CallerPolicies: Sendable, Equatable {
     /// for a caller whose validation failed (its number may be spoofed).
     public var distrustContactsOnFailedValidation = false
     public var bypass = BypassList()
+    /// `unknown-label = attribution`: unknown callers are labelled with the attribution of
+    /// their number (region and carrier), when `attribution` is on and the data names one.
+    public var unknownLabel = UnknownLabel.none
 
     public init() {}
 
@@ -197,6 +203,14 @@ public struct CallerPolicies: Sendable, Equatable {
     var usesTime: Bool {
         [anonymous, invalid, verstatFailed, verstatNoValidation].contains { $0.active != nil }
     }
+}
+
+/// The label an unknown caller gets (`unknown-label`).
+public enum UnknownLabel: String, Sendable, Equatable, CaseIterable {
+    /// None: unknown callers pass without a label.
+    case none
+    /// The attribution of the number (`attribution = LANG`).
+    case attribution
 }
 
 /// What screening knows about a call besides the caller's identity.

@@ -104,7 +104,7 @@ public struct ContactList: Sendable {
             }
             guard let text = cleaned(numberText, contact: contact, line: line) else { return }
             switch normalizer.normalize(text) {
-            case .number(let number):
+            case .number(let number), .notInPlan(let number, _):
                 if let earlier = firstLine[number.value] {
                     if earlier.name != contact {
                         warnings.append(Diagnostic(file: name, line: line,

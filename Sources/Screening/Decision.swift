@@ -12,7 +12,7 @@ public enum Verdict: String, Sendable, CaseIterable {
     case unknown
     /// The caller withheld its identity.
     case anonymous
-    /// The caller identity is not a telephone number.
+    /// The caller identity is not a telephone number, or one its country's plan cannot hold.
     case invalid
     /// The caller is on the bypass list (emergency, internal): not screened.
     case bypassed
@@ -29,8 +29,8 @@ public enum DecisionSource: Hashable, Sendable {
 }
 
 /// Names a label without copying it: a label inside a directory file's
-/// mapping, one from a directory's journal, a contact's name, or a policy's
-/// label. `ScreeningSet.withLabel` reads it.
+/// mapping, one from a directory's journal, a contact's name, a policy's
+/// label, or a number's attribution. `ScreeningSet.withLabel` reads it.
 public enum LabelReference: Equatable, Sendable {
     case directory(index: Int, label: UInt32)
     case contact(list: Int, name: Int32)
@@ -39,13 +39,16 @@ public enum LabelReference: Equatable, Sendable {
     case replicated(index: Int, key: UInt64)
     case calleeContact(list: Int, name: Int32)
     case policy(PolicyRule)
+    /// `unknown-label = attribution`: the region and carrier of this number.
+    case attribution(PhoneNumber)
 }
 
 /// The outcome of screening one caller. A small value with no heap storage,
 /// so the SIP hot path can produce one per request for free.
 public struct Decision: Equatable, Sendable {
     public var verdict: Verdict
-    /// The caller in E.164 form; nil for anonymous and invalid callers.
+    /// The caller in E.164 form; nil for anonymous callers and identities that are no
+    /// number (set for a number its country's plan cannot hold, `invalidReason` says so).
     public var number: PhoneNumber?
     /// The label to show: the contact's name, the label of the
     /// highest-priority directory that identifies the number, or a policy's.
@@ -55,7 +58,8 @@ public struct Decision: Equatable, Sendable {
     public var source: DecisionSource?
     /// The directory entry that decided: the exact number or the prefix rule.
     public var match: NumberPattern?
-    /// Why an invalid caller is invalid.
+    /// Why an invalid caller is invalid (also noted on a number a directory knows but its
+    /// country's plan holds no range for).
     public var invalidReason: InvalidNumber?
     /// The journal record behind `match`, when the entry comes from the
     /// directory's journal rather than its file (`lookupd add`).

@@ -1,12 +1,13 @@
 import Directory
+import Identity
 
 /// The decision chain over one consistent set of lists and rules.
 ///
 /// Order:
 /// 1. a caller on the bypass list is not screened at all;
 /// 2. a withheld identity goes to the `anonymous-callers` policy, a caller
-///    that is not a telephone number (empty, too short, all zeros, letters)
-///    to `invalid-callers`;
+///    that is not a telephone number (empty, too short, all zeros, letters, a
+///    length its country's numbers never have) to `invalid-callers`;
 /// 3. contacts: the callee's own (`contacts-dir`), then the global lists;
 ///    a contact is never blocked and is labelled with the contact's name
 ///    (unless its STIR/SHAKEN validation failed and the configuration says
@@ -19,8 +20,13 @@ import Directory
 ///    directory an exact entry beats a prefix rule and a longer prefix beats
 ///    a shorter one;
 /// 5. `Privacy: id` turns anything not blocked into a withheld caller;
-/// 6. the `verstat-failed` / `verstat-no-validation` policies for callers
-///    neither blocked nor contacts.
+/// 6. a number its country's plan holds no range for (it cannot exist) and
+///    that no directory blocks goes to `invalid-callers`: `block` blocks it, a
+///    directory's label beats the policy's;
+/// 7. the `verstat-failed` / `verstat-no-validation` policies for callers
+///    neither blocked nor contacts;
+/// 8. `unknown-label = attribution`: an unknown caller is labelled with its
+///    number's attribution (region and carrier).
 ///
 /// Pure logic over immutable inputs: any number of threads may call
 /// `decide` at once. A reload or a journal update builds a new set and
@@ -31,16 +37,20 @@ public final class ScreeningSet: Sendable {
     public let directories: [ScreeningDirectory]
     public let calleeContacts: CalleeContacts
     public let policies: CallerPolicies
+    /// `attribution = LANG`: region and carrier of numbers; nil when off.
+    public let attribution: Attribution?
     /// Some directory or policy has time windows: callers should pass the time.
     public let usesTime: Bool
 
     public init(normalizer: NumberNormalizer, contacts: [ContactList], directories: [ScreeningDirectory],
-                calleeContacts: CalleeContacts = .none, policies: CallerPolicies = CallerPolicies()) {
+                calleeContacts: CalleeContacts = .none, policies: CallerPolicies = CallerPolicies(),
+                attribution: Attribution? = nil) {
         self.normalizer = normalizer
         self.contacts = contacts
         self.directories = directories
         self.calleeContacts = calleeContacts
         self.policies = policies
+        self.attribution = attribution
         self.usesTime = policies.usesTime || directories.contains { $0.active != nil }
     }
 
@@ -50,40 +60,46 @@ public final class ScreeningSet: Sendable {
         var directories = self.directories
         directories[index] = directory
         return ScreeningSet(normalizer: normalizer, contacts: contacts, directories: directories,
-                            calleeContacts: calleeContacts, policies: policies)
+                            calleeContacts: calleeContacts, policies: policies, attribution: attribution)
     }
 
     // MARK: - Deciding
 
-    /// Screens a caller identity given as text (number or URI), without call context.
+    /// Screens a number given as text (not a URI: the SIP layer reads those), without
+    /// call context.
     public func decide(identity: String) -> Decision {
-        var identity = identity
-        return identity.withUTF8 { decide(caller: UnsafeRawBufferPointer($0), context: CallContext()) }
+        decide(caller: identity, context: CallContext())
     }
 
     public func decide(identity: UnsafeRawBufferPointer) -> Decision {
         decide(caller: identity, context: CallContext())
     }
 
+    /// Screens a number given as text; nil counts as a withheld identity.
     public func decide(caller: String?, context: CallContext) -> Decision {
-        guard var caller else { return decide(caller: nil as UnsafeRawBufferPointer?, context: context) }
+        guard var caller else { return decide(caller: nil as CallerIdentity?, context: context) }
         return caller.withUTF8 { decide(caller: UnsafeRawBufferPointer($0), context: context) }
     }
 
-    /// Screens one call. `caller` is the identity (a number, or the user
-    /// part or whole of a URI); nil when the identity has no user part at
-    /// all (`sip:anonymous.invalid`), which counts as withheld.
+    /// Screens a number given as bytes of text (not a URI).
     public func decide(caller: UnsafeRawBufferPointer?, context: CallContext) -> Decision {
-        guard let caller else { return withheld(context, isContact: false) }
-        let normalized: NormalizedNumber = ScreeningSet.isBlank(caller) ? .invalid(.empty) : normalizer.normalize(bytes: caller)
+        decide(caller: caller.map { CallerIdentity.bare($0) }, context: context)
+    }
+
+    /// Screens one call. `caller` is the identity the SIP layer extracted (or a bare number);
+    /// nil, or one without a number (`sip:anonymous.invalid`), counts as withheld.
+    public func decide(caller: CallerIdentity?, context: CallContext) -> Decision {
+        guard let caller, caller.number != nil else { return withheld(context, isContact: false) }
+        let normalized = normalizer.normalize(caller)
         if !policies.bypass.isEmpty,
-           policies.bypass.matches(dialled: normalizer.dialledDigits(bytes: caller), number: normalized.number) {
+           policies.bypass.matches(dialled: normalizer.dialledDigits(caller), number: normalized.number) {
             return Decision(verdict: .bypassed, number: normalized.number, source: .policy(.bypass), policy: .bypass)
         }
         switch normalized {
         case .anonymous: return withheld(context, isContact: false)
         case .invalid(let reason): return invalidCaller(reason, context)
         case .number(let number): return decide(number, context: context)
+        case .notInPlan(let number, let reason): return decide(number, context: context, notInPlan: reason)
         }
     }
 
@@ -92,14 +108,17 @@ public final class ScreeningSet: Sendable {
         case .anonymous: return withheld(CallContext(), isContact: false)
         case .invalid(let reason): return invalidCaller(reason, CallContext())
         case .number(let number): return decide(number, context: CallContext())
+        case .notInPlan(let number, let reason): return decide(number, context: CallContext(), notInPlan: reason)
         }
     }
 
+    /// Screens an E.164 number (judged against its country's plan first).
     public func decide(_ number: PhoneNumber) -> Decision {
-        decide(number, context: CallContext())
+        decide(number, context: CallContext(), notInPlan: normalizer.notInPlanReason(number))
     }
 
-    public func decide(_ number: PhoneNumber, context: CallContext) -> Decision {
+    /// Screens a number. `notInPlan`: why its country's plan cannot hold it, when it cannot.
+    public func decide(_ number: PhoneNumber, context: CallContext, notInPlan: InvalidNumber? = nil) -> Decision {
         var contact: (source: DecisionSource, label: LabelReference)? = nil
         if let list = calleeContacts.list(for: context.callee, normalizer: normalizer),
            let name = calleeContacts.lists[list].lookup(number) {
@@ -143,18 +162,19 @@ public final class ScreeningSet: Sendable {
             if blocking != nil, labelling != nil { break }
         }
         var decision = decideFromDirectories(number, blocking: blocking, labelling: labelling, inactive: inactive,
-                                             distrusted: distrusted, context: context)
+                                             distrusted: distrusted, notInPlan: notInPlan, context: context)
         decision.damagedDirectory = damaged
         return decision
     }
 
     private func decideFromDirectories(_ number: PhoneNumber, blocking: (index: Int, hit: DirectoryHit)?,
                                        labelling: (index: Int, hit: DirectoryHit)?, inactive: Int?,
-                                       distrusted: Bool, context: CallContext) -> Decision {
+                                       distrusted: Bool, notInPlan: InvalidNumber?, context: CallContext) -> Decision {
         let policy: PolicyRule? = distrusted ? .contactDistrusted : nil
         if let blocking {
             return Decision(verdict: .blocked, number: number, label: labelling?.hit.label, source: .directory(blocking.index),
-                            match: blocking.hit.match, journalRecord: blocking.hit.record, replicatedRevision: blocking.hit.revision, policy: policy, inactiveDirectory: inactive)
+                            match: blocking.hit.match, invalidReason: notInPlan, journalRecord: blocking.hit.record, replicatedRevision: blocking.hit.revision,
+                            policy: policy, inactiveDirectory: inactive)
         }
         // RFC 3325 Privacy: id asks that the callee not learn who calls:
         // no label, treated as withheld. It is no shield against a block,
@@ -163,10 +183,30 @@ public final class ScreeningSet: Sendable {
         var decision: Decision
         if let labelling {
             decision = Decision(verdict: .identified, number: number, label: labelling.hit.label, source: .directory(labelling.index),
-                                match: labelling.hit.match, journalRecord: labelling.hit.record, replicatedRevision: labelling.hit.revision,
+                                match: labelling.hit.match, invalidReason: notInPlan, journalRecord: labelling.hit.record, replicatedRevision: labelling.hit.revision,
                                 policy: policy, inactiveDirectory: inactive)
+        } else if let notInPlan {
+            decision = Decision(verdict: .invalid, number: number, invalidReason: notInPlan, policy: policy, inactiveDirectory: inactive)
         } else {
             decision = Decision(verdict: .unknown, number: number, policy: policy, inactiveDirectory: inactive)
+        }
+        if notInPlan != nil {
+            // A number that cannot exist (the do-not-originate rule): invalid-callers,
+            // whose block beats a directory's label and whose label does not.
+            switch policies.invalid.effective(at: context.time) {
+            case .allow:
+                break
+            case .label:
+                if decision.label == nil {
+                    decision.label = .policy(.invalid)
+                    decision.source = .policy(.invalid)
+                    decision.policy = .invalid
+                }
+            case .block:
+                return Decision(verdict: .blocked, number: number, source: .policy(.invalid), invalidReason: notInPlan,
+                                policy: .invalid, inactiveDirectory: inactive)
+            }
+            return decision
         }
         switch context.verstat {
         case .failed:
@@ -178,6 +218,10 @@ public final class ScreeningSet: Sendable {
             applyVerification(policies.verstatNoValidation, .verstatNoValidation, replacingLabel: false, to: &decision, context)
         case .absent, .passed, .other:
             break
+        }
+        if decision.verdict == .unknown, decision.label == nil, policies.unknownLabel == .attribution, let attribution,
+           attribution.withDescription(number, { !$0.isEmpty }) {
+            decision.label = .attribution(number)
         }
         return decision
     }
@@ -223,10 +267,6 @@ public final class ScreeningSet: Sendable {
         }
     }
 
-    static func isBlank(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        for c in bytes where c != 0x20 && c != 0x09 && c != 0x0D && c != 0x0A { return false }
-        return true
-    }
 
     // MARK: - Reading decisions
 
@@ -246,6 +286,9 @@ public final class ScreeningSet: Sendable {
         case .policy(let rule):
             if case .label(let text)? = policies.setting(rule)?.action { return try text.withUnsafeBytes(body) }
             return try body(UnsafeRawBufferPointer(start: nil, count: 0))
+        case .attribution(let number):
+            guard let attribution else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+            return try attribution.withDescription(number, body)
         }
     }
 

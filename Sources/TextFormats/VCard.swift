@@ -49,9 +49,21 @@ public struct VCardTelephone: Sendable, Equatable {
         types.contains("pref") || parameters.contains { $0.name == "PREF" }
     }
 
-    /// `value` with a `tel:` scheme and URI parameters (`;ext=...`) removed;
-    /// any other value unchanged. Number normalisation is the caller's job.
-    public var number: String { VCardTelephone.strippingTelScheme(value) }
+    /// `value` with a `tel:` scheme and URI parameters (`;ext=...`) removed, or the user
+    /// part of a `sip:`/`sips:` URI (some address books export those); any other value
+    /// unchanged. Number normalisation is the caller's job.
+    public var number: String { VCardTelephone.strippingSIPScheme(VCardTelephone.strippingTelScheme(value)) }
+
+    /// `sip:+8613800000001@pbx` becomes `+8613800000001`; other text is unchanged.
+    static func strippingSIPScheme(_ value: String) -> String {
+        let lower = value.prefix(5).lowercased()
+        let rest: Substring
+        if lower.hasPrefix("sips:") { rest = value.dropFirst(5) } else if lower.hasPrefix("sip:") { rest = value.dropFirst(4) } else {
+            return value
+        }
+        guard let at = rest.lastIndex(of: "@") else { return value }
+        return String(rest[..<at].prefix(while: { $0 != ";" && $0 != ":" }))
+    }
 
     /// `tel:+1-555-555-0100;ext=12` becomes `+1-555-555-0100`; text without
     /// a `tel:` prefix is returned unchanged.

@@ -83,7 +83,7 @@ final class ContactListTests: XCTestCase {
         XCTAssertEqual(warnings.map(\.description), [
             "c.csv:3: +8613911112222 is already listed for 'Mum' on line 2; keeping that one",
             "c.csv:5: '*86' skipped: contains '*'",
-            "c.csv:6: '101' skipped: 3 digits is too short for a telephone number (an internal extension or service code?)",
+            "c.csv:6: '101' skipped: 3 digits is too short for a number of CN (+86), which has 7 to 12 digits after the country code (an internal extension or service code?)",
             "c.csv:7: 'anonymous' skipped: not a number",
             "c.csv:8: 'abc' skipped: contains letters",
             "c.csv:9: contact skipped: name: empty label",

@@ -59,7 +59,7 @@ final class PolicyTests: XCTestCase {
 
     func testAnonymousCallers() throws {
         var s = try set(["anonymous-callers = label"])
-        for withheld in ["anonymous", "sip:anonymous@anonymous.invalid", "Restricted"] {
+        for withheld in ["anonymous", "anonymous.invalid", "Restricted"] {
             XCTAssertEqual(decide(s, withheld), "anonymous | Anonymous | policy:anonymous-callers | policy=anonymous-callers", withheld)
         }
         XCTAssertEqual(decide(s, nil), "anonymous | Anonymous | policy:anonymous-callers | policy=anonymous-callers", "no user part")
@@ -81,14 +81,25 @@ final class PolicyTests: XCTestCase {
 
     func testInvalidCallers() throws {
         var s = try set(["invalid-callers = block"])
-        let cases: [(String, InvalidNumber)] = [
-            ("", .empty), ("  ", .empty), ("101", .tooShort(digits: 3)), ("0000000000", .allZeros), ("+000 0000 000", .allZeros),
-            ("abc", .letters), ("sip:1234567890123456789@h", .tooLong(digits: 19)), ("*86", .badCharacter("*")),
+        let cn = NumberNormalizer()
+        func reason(_ text: String) -> InvalidNumber? {
+            if case .invalid(let r) = cn.normalize(text) { return r }
+            return nil
+        }
+        let cases: [(String, InvalidNumber?)] = [
+            ("", .empty), ("  ", .empty), ("101", reason("101")), ("0000000000", .allZeros), ("+000 0000 000", .allZeros),
+            ("abc", .letters), ("+1234567890123456789", reason("+1234567890123456789")), ("*86", .badCharacter("*")),
         ]
+        XCTAssertEqual(reason("101")?.description.hasPrefix("3 digits is too short for a number of CN (+86)"), true)
         for (input, reason) in cases {
             let d = s.decide(caller: input, context: CallContext())
             XCTAssertEqual(d, Decision(verdict: .blocked, source: .policy(.invalid), invalidReason: reason, policy: .invalid), input)
         }
+        // A number its plan has no range for (+1 200: no such area code) is blocked with the number known.
+        let unallocated = s.decide(caller: "+1 200 555 0143", context: CallContext())
+        XCTAssertEqual(unallocated.verdict, .blocked)
+        XCTAssertEqual(unallocated.number?.description, "+12005550143")
+        XCTAssertEqual(unallocated.invalidReason?.description, "no such number range in the numbering plan of US (+1) (libphonenumber): the number cannot exist")
         XCTAssertEqual(decide(s, "+8613000000000"), "unknown | - | -")
         XCTAssertEqual(decide(s, "anonymous"), "anonymous | - | -", "withheld is not invalid")
         s = try set(["invalid-callers = label"])
@@ -97,12 +108,54 @@ final class PolicyTests: XCTestCase {
         XCTAssertEqual(decide(s, "0000000"), "invalid | Junk | policy:invalid-callers | policy=invalid-callers")
     }
 
+    /// Numbers that cannot exist (no range of their plan holds them): a directory still
+    /// knows them; invalid-callers decides for the rest, and its block beats a directory's
+    /// label (the do-not-originate rule), its label does not.
+    func testNumbersThatCannotExist() throws {
+        let lists = ["main.lkd name=main", "unallocated.lkd name=unallocated"]
+        try compileDirectory("""
+        number,action,label
+        +12005550143,block,Spoofed Range
+        +12005550144,identify,Known Test Line
+        """, named: "unallocated.lkd", in: folder)
+        var s = try set([], directories: lists)
+        XCTAssertEqual(decide(s, "+1 200 555 0143"), "blocked | Spoofed Range | unallocated")
+        XCTAssertEqual(decide(s, "+1 200 555 0144"), "identified | Known Test Line | unallocated")
+        XCTAssertEqual(decide(s, "+1 200 555 0145"), "invalid | - | -")
+        let d = s.decide(caller: "+1 200 555 0144", context: CallContext())
+        XCTAssertEqual(d.invalidReason?.description, "no such number range in the numbering plan of US (+1) (libphonenumber): the number cannot exist")
+        s = try set(["invalid-callers = label Nonexistent"], directories: lists)
+        XCTAssertEqual(decide(s, "+1 200 555 0144"), "identified | Known Test Line | unallocated")
+        XCTAssertEqual(decide(s, "+1 200 555 0145"), "invalid | Nonexistent | policy:invalid-callers | policy=invalid-callers")
+        s = try set(["invalid-callers = block"], directories: lists)
+        XCTAssertEqual(decide(s, "+1 200 555 0144"), "blocked | - | policy:invalid-callers | policy=invalid-callers")
+        XCTAssertEqual(decide(s, "+1 200 555 0145"), "blocked | - | policy:invalid-callers | policy=invalid-callers")
+        XCTAssertEqual(decide(s, "+1 202 555 0143"), "unknown | - | -", "a valid number is not touched")
+        // A contact is a contact, valid or not.
+        folder.write("odd.csv", "name,number\nTest Rig,+12005550146\n")
+        s = try set(["invalid-callers = block", "contacts = odd.csv"], directories: lists)
+        XCTAssertEqual(decide(s, "+1 200 555 0146"), "contact | Test Rig | \(folder.file("odd.csv"))")
+    }
+
+    /// `unknown-label = attribution`: unknown callers get their number's region and carrier;
+    /// every other label wins over it.
+    func testUnknownCallersLabelledWithTheirAttribution() throws {
+        let s = try set(["attribution = zh", "unknown-label = attribution"])
+        XCTAssertEqual(decide(s, "+8613800138001"), "unknown | 北京市 中国移动 | -")
+        XCTAssertEqual(decide(s, "+8618600000001"), "identified | Bank Line | main")
+        XCTAssertEqual(decide(s, "+8613911112222"), "contact | Mum | \(folder.file("contacts.csv"))")
+        XCTAssertEqual(decide(s, "+1 200 555 0143"), "invalid | - | -", "no attribution for a number that cannot exist")
+        let plain = try set(["attribution = zh"])
+        XCTAssertEqual(decide(plain, "+8613800138001"), "unknown | - | -", "attribution alone labels nothing")
+        XCTAssertEqual(plain.attribution?.describe(number("+8613800138001")), "北京市 中国移动")
+    }
+
     // MARK: Bypass
 
     func testBypassSkipsEveryCheck() throws {
         let s = try set(["invalid-callers = block", "anonymous-callers = block", "verstat-failed = block",
                          "bypass = 110, 119 120", "bypass = 8*, +8613800138000, +86186*"])
-        for caller in ["110", "sip:119@pbx", "tel:120", "8001", "8", "sip:8123@10.0.0.1"] {
+        for caller in ["110", "119", "120", "8001", "8", "8123"] {
             XCTAssertEqual(decide(s, caller, verstat: .failed), "bypassed | - | policy:bypass | policy=bypass", caller)
         }
         // E.164 items match however the number is written; the blocked one is not blocked.
@@ -111,7 +164,9 @@ final class PolicyTests: XCTestCase {
         // Not on the list.
         XCTAssertEqual(decide(s, "111"), "blocked | - | policy:invalid-callers | policy=invalid-callers")
         XCTAssertEqual(decide(s, "7001"), "blocked | - | policy:invalid-callers | policy=invalid-callers")
-        XCTAssertEqual(decide(s, "+8611000000000"), "unknown | - | -")
+        XCTAssertEqual(decide(s, "+8613000000000"), "unknown | - | -")
+        // A number that cannot exist in its plan (no 110 range) is an invalid caller.
+        XCTAssertEqual(decide(s, "+8611000000000"), "blocked | - | policy:invalid-callers | policy=invalid-callers")
         XCTAssertEqual(decide(s, "anonymous"), "blocked | - | policy:anonymous-callers | policy=anonymous-callers")
         let d = s.decide(caller: "013800138000", context: CallContext())
         XCTAssertEqual(d.number?.description, "+8613800138000")
@@ -303,7 +358,7 @@ final class PolicyTests: XCTestCase {
         XCTAssertEqual(error("verstat-failed = label \"bad\u{7}\""), "l.conf:1: verstat-failed: bad label: label contains the control character U+0007")
         XCTAssertEqual(error("verstat-failed-contacts = maybe"), "l.conf:1: verstat-failed-contacts: expected trust or ignore")
         XCTAssertEqual(error("bypass = 110, abc"), "l.conf:1: bypass: 'abc' is not a number or a number prefix (digits, optionally with + and a trailing *)")
-        XCTAssertEqual(error("country-code = 44\nbypass = +8612*\nbypass = +86"), "l.conf:3: bypass: '+86' is not a valid E.164 number")
+        XCTAssertEqual(error("country-code = 44\nbypass = +8612*\nbypass = +86"), "l.conf:3: bypass: '+86' is not an E.164 number: only 2 digits after '+' or the international prefix")
         XCTAssertEqual(error("time-zone = Mars/Olympus_Mons"), "l.conf:1: time-zone: unknown time zone 'Mars/Olympus_Mons' (expected a name from /usr/share/zoneinfo such as Asia/Shanghai, or UTC)")
         XCTAssertTrue(error("directory = x.lkd active=9-17").hasPrefix("l.conf:1: directory: active=: '9-17' is not a time window"))
         XCTAssertEqual(error("anonymous-callers = block active=Mon"), "parsed")
