@@ -38,6 +38,8 @@ public final class AnswerPolicy: Sendable {
     public let labelHeader: String
     /// Proxy mode: `label-format` as the forwarded From's display name.
     let displayName: [SIPDisplayNamePart]
+    /// `label-format` names `{attribution}`: only then does a forwarded call look it up.
+    let displayNameHasAttribution: Bool
     let labelInAssertedIdentity: Bool
     /// `label-escapes = replace`: quoted strings lookupd writes hold no escapes (`"` and `\`
     /// of a label become `'` and `/`).
@@ -67,8 +69,10 @@ public final class AnswerPolicy: Sendable {
             case .text(let t): return .text(t)
             case .label: return .label
             case .name: return .originalName
+            case .attribution: return .attribution
             }
         }
+        displayNameHasAttribution = config.proxy.labelFormat.parts.contains(.attribution)
         labelInAssertedIdentity = config.proxy.labelInAssertedIdentity
         plainQuotedStrings = config.labelEscapes == .replace
         logFormat = config.operations.logFormat

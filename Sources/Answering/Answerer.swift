@@ -268,6 +268,12 @@ public struct Answerer {
                                        ownAddresses: proxy.ownAddresses, displayName: policy.displayName,
                                        labelHeaderName: policy.labelHeader, labelInAssertedIdentity: policy.labelInAssertedIdentity)
         forwarding.plainQuotedStrings = policy.plainQuotedStrings
+        // label-format's {attribution}: copied, since only labelled calls of configurations
+        // that ask for it pay for it.
+        if policy.displayNameHasAttribution, let d = decision, d.label != nil, let number = d.number,
+           let attribution = set.screening.attribution {
+            attribution.withDescription(number) { forwarding.attribution = .bytes(Array($0)) }
+        }
         let written: Int
         if let label = decision?.label {
             let counters = self.counters

@@ -1,12 +1,15 @@
 import Addresses
 
-/// A `label-format` template: literal text with `{label}` and `{name}` (the
-/// caller's original display name) in it.
+/// A `label-format` template: literal text with `{label}`, `{name}` (the
+/// caller's original display name) and `{attribution}` (the region and carrier
+/// of the caller's number) in it.
 public struct LabelFormat: Sendable, Hashable {
     public enum Part: Sendable, Hashable {
         case text(String)
         case label
         case name
+        /// The region and carrier of the caller's number (`attribution = LANG`).
+        case attribution
     }
 
     public var parts: [Part]
@@ -31,6 +34,9 @@ public struct LabelFormat: Sendable, Hashable {
             case "name":
                 if !text.isEmpty { parts.append(.text(text)); text = "" }
                 parts.append(.name)
+            case "attribution":
+                if !text.isEmpty { parts.append(.text(text)); text = "" }
+                parts.append(.attribution)
             default:
                 return nil
             }

@@ -12,9 +12,9 @@ extension ConfigParser {
             s.config.proxy.upstream = upstream
         },
         ConfigKey(name: "label-format", syntax: "TEMPLATE", repeatable: false,
-                  summary: "With mode = proxy: the caller's display name forwarded for a labelled call; {label} is the label, {name} the caller's own display name (default {label}).") { s, v throws(ValueError) in
+                  summary: "With mode = proxy: the caller's display name forwarded for a labelled call; {label} is the label, {name} the caller's own display name, {attribution} the region and carrier of the caller's number (with attribution on; default {label}).") { s, v throws(ValueError) in
             guard let format = LabelFormat(v) else {
-                throw ValueError("expected text with {label} and optionally {name}, e.g. \"[{label}] {name}\"")
+                throw ValueError("expected text with {label} and optionally {name} and {attribution}, e.g. \"[{label}] {name}\"")
             }
             s.config.proxy.labelFormat = format
         },

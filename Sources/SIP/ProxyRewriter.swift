@@ -14,6 +14,8 @@ public enum SIPDisplayNamePart: Sendable, Hashable {
     case label
     /// The caller's own display name (unquoted), empty when there is none.
     case originalName
+    /// The attribution of the caller's number (region and carrier), empty when unknown.
+    case attribution
 }
 
 /// The Via a proxy pushes: `SIP/2.0/<transport> <host>:<port>;branch=...`.
@@ -51,6 +53,8 @@ public struct SIPForwarding {
     /// The label to show; nil forwards the request untouched but for the proxy's own headers.
     public var label: SIPLabel?
     public var displayName: [SIPDisplayNamePart]
+    /// What `.attribution` in `displayName` stands for.
+    public var attribution: SIPLabel?
     public var labelHeaderName: String
     public var labelInAssertedIdentity: Bool
     /// `"` and `\` in the names written as `'` and `/` instead of escaped (`label-escapes`).
@@ -184,6 +188,13 @@ extension SIPRequest {
             labelRefusal = l.withUnsafeBytes { validateLabel($0) }
             if labelRefusal != nil { labelBytes = nil }
         }
+        var attributionBytes: [UInt8] = []
+        switch f.attribution {
+        case nil: break
+        case .string(let text): attributionBytes = Array(text.utf8)
+        case .bytes(let b): attributionBytes = b
+        case .buffer(let b): attributionBytes = Array(b)
+        }
         var displayName: [UInt8]? = nil
         if let l = labelBytes {
             var name: [UInt8] = []
@@ -192,6 +203,7 @@ extension SIPRequest {
                 case .text(let t): name += Array(t.utf8)
                 case .label: name += l
                 case .originalName: if let d = s.fromAddress.displayName { name += Array(d.bytes) }
+                case .attribution: name += attributionBytes
                 }
             }
             while let last = name.last, last == ASCII.space { name.removeLast() }
