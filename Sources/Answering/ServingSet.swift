@@ -1,4 +1,5 @@
 import Configuration
+import Identity
 import Screening
 
 /// Everything a worker needs to answer requests, loaded and verified as one unit and swapped
@@ -33,11 +34,12 @@ public final class ServingSet: Sendable {
         self.policy = policy
     }
 
-    /// The decision for a caller given as text (the HTTP lookup): the same screening and time
-    /// zone as a call, no SIP message, nothing counted.
-    public func lookup(caller: UnsafeRawBufferPointer, callee: UnsafeRawBufferPointer, now: WallTime) -> Decision {
+    /// The decision for a caller given as text (the HTTP lookup), read by SIP's
+    /// `SIPIdentityReader` as a call's From is: the same screening and time zone as a call,
+    /// no SIP message, nothing counted.
+    public func lookup(caller: CallerIdentity, callee: UnsafeRawBufferPointer, now: WallTime) -> Decision {
         let time = screening.usesTime ? policy.zone.localTime(utc: now.seconds) : nil
-        return screening.decide(caller: caller, context: CallContext(callee: callee, time: time))
+        return screening.decide(caller: caller, context: CallContext(callee: callee, verstat: Verstat(caller.verstat), time: time))
     }
 }
 

@@ -4,6 +4,7 @@ import SystemCalls
 import TextFormats
 import TextRules
 import Glibc
+import Screening
 
 /// Reads lookupd.conf: `key = value` lines, `#` comments (whole lines, or
 /// after whitespace), values optionally in double quotes. Unknown keys,
@@ -15,9 +16,10 @@ public enum ConfigParser {
     struct State {
         var config = LookupdConfig()
         var folder: String
-        var countryCode: UInt64 = 86
-        var nationalPrefix = "0"
-        var internationalPrefix = "00"
+        var region: String? = nil
+        var countryCode: UInt64? = nil
+        var nationalPrefix: String? = nil
+        var internationalPrefix: String? = nil
         var nationalLength: ClosedRange<Int>? = nil
         var allowFrom: [CIDR] = []
         var sawAllowFrom = false
@@ -87,26 +89,50 @@ public enum ConfigParser {
             s.config.contacts.append(file)
             s.config.contactColumns[file] = columns
         },
+        ConfigKey(name: "country", syntax: "REGION", repeatable: false,
+                  summary: "Home country, an ISO 3166 region code (CN, US, GB, IT, DE, ...): its calling code, trunk prefix, international prefix and number lengths come from libphonenumber. Without it (and without country-code) numbers are read as CN's, the built-in default, and lookupd says so.") { s, v throws(ValueError) in
+            guard v.count == 2, v.utf8.allSatisfy({ ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) }) else {
+                throw ValueError("expected a two-letter region code such as CN, US or IT")
+            }
+            s.region = v.uppercased()
+        },
         ConfigKey(name: "country-code", syntax: "DIGITS", repeatable: false,
-                  summary: "Home country calling code for numbers written without one (default 86).") { s, v throws(ValueError) in
+                  summary: "Home country calling code; with country it must agree, alone it picks the code's main region (1: US).") { s, v throws(ValueError) in
             guard let cc = UInt64(v), cc >= 1, cc <= 999, !v.hasPrefix("0") else { throw ValueError("expected 1 to 3 digits without a leading zero") }
             s.countryCode = cc
         },
         ConfigKey(name: "national-prefix", syntax: "DIGITS", repeatable: false,
-                  summary: "National trunk prefix (default 0; empty for none).") { s, v throws(ValueError) in
+                  summary: "Overrides the country's national (trunk) prefix and its parsing rules; empty for none.") { s, v throws(ValueError) in
             s.nationalPrefix = v
         },
         ConfigKey(name: "international-prefix", syntax: "DIGITS", repeatable: false,
-                  summary: "International (exit) prefix (default 00).") { s, v throws(ValueError) in
+                  summary: "Overrides the country's international (exit) prefixes with these digits.") { s, v throws(ValueError) in
             s.internationalPrefix = v
         },
         ConfigKey(name: "national-number-length", syntax: "MIN[-MAX]", repeatable: false,
-                  summary: "Digits a national number may have after the trunk prefix (default by country, 10-11 for 86). Shorter numbers are extensions, not numbers.") { s, v throws(ValueError) in
+                  summary: "Overrides the lengths a national number of the home country may have after the trunk prefix (default: the country's, from libphonenumber).") { s, v throws(ValueError) in
             let parts = v.split(separator: "-")
             guard parts.count == 1 || parts.count == 2, let lo = Int(parts[0]), let hi = Int(parts.last!), lo <= hi else {
                 throw ValueError("expected MIN or MIN-MAX, e.g. 10-11")
             }
             s.nationalLength = lo...hi
+        },
+        ConfigKey(name: "attribution", syntax: "LANG | off", repeatable: false,
+                  summary: "Attribution of numbers (region and carrier, from libphonenumber's offline data) in this language: zh, en, de, ... (default off). Shown by lookupd query --json and /lookup.json; with unknown-label = attribution also the label of unknown callers.") { s, v throws(ValueError) in
+            if v == "off" { s.config.attribution = nil; return }
+            guard Attribution.isLanguageTag(v) else { throw ValueError("expected a language code such as zh or en, or off") }
+            s.config.attribution = v
+        },
+        ConfigKey(name: "attribution-carriers", syntax: "PATH | none", repeatable: false,
+                  summary: "Folder of carrier names for attribution: python3-phonenumbers' carrierdata (default \(Attribution.defaultCarrierFolder)); none for regions only.") { s, v throws(ValueError) in
+            guard !v.isEmpty else { throw ValueError("expected a folder or none") }
+            s.config.attributionCarriers = v == "none" ? nil : s.resolve(v)
+            s.config.attributionCarriersExplicit = v != "none"
+        },
+        ConfigKey(name: "unknown-label", syntax: "none | attribution", repeatable: false,
+                  summary: "The label of callers no list knows: none (default) or attribution (their number's region and carrier; needs attribution). Contacts and directory labels always win.") { s, v throws(ValueError) in
+            guard let label = UnknownLabel(rawValue: v) else { throw ValueError("expected none or attribution") }
+            s.config.policies.unknownLabel = label
         },
         ConfigKey(name: "listen", syntax: "udp:HOST:PORT | tcp:HOST:PORT", repeatable: true,
                   summary: "SIP address to serve (IPv6 as udp:[::1]:5060). Repeat for several.") { s, v throws(ValueError) in
@@ -260,22 +286,27 @@ public enum ConfigParser {
         // The checks of the whole file would only repeat what a bad line already said.
         guard errors.isEmpty else { return state.config }
         do {
-            state.config.plan = try NumberingPlan(countryCode: state.countryCode, nationalPrefix: state.nationalPrefix,
-                                                  internationalPrefix: state.internationalPrefix,
-                                                  nationalNumberLength: state.nationalLength)
+            let named = state.region != nil || state.countryCode != nil
+            state.config.plan = try NumberingPlan(region: state.region, countryCode: state.countryCode,
+                                                  nationalPrefix: state.nationalPrefix, internationalPrefix: state.internationalPrefix,
+                                                  nationalNumberLength: state.nationalLength, isDefault: !named)
         } catch {
             // Name the line of the key at fault, not just any plan key.
             let line: Int
             switch error {
-            case .badCountryCode: line = seen["country-code"] ?? 0
+            case .unknownRegion: line = seen["country"] ?? 0
+            case .badCountryCode, .unknownCountryCode, .countryCodeMismatch: line = seen["country-code"] ?? 0
             case .badPrefix(let what, _):
                 line = (what == "national prefix" ? seen["national-prefix"] : seen["international-prefix"]) ?? 0
             case .ambiguousPrefixes:
                 line = [seen["national-prefix"], seen["international-prefix"]].compactMap { $0 }.max() ?? 0
             case .badNationalLength:
-                line = seen["national-number-length"] ?? seen["country-code"] ?? 0
+                line = seen["national-number-length"] ?? seen["country"] ?? seen["country-code"] ?? 0
             }
             throw Diagnostic(file: path, line: line, message: "\(error)")
+        }
+        if state.config.policies.unknownLabel == .attribution, state.config.attribution == nil {
+            throw Diagnostic(file: path, line: seen["unknown-label"] ?? 0, message: "unknown-label = attribution needs 'attribution = LANG' (zh, en, ...)")
         }
         if state.sawAllowFrom { state.config.allowFrom = state.allowFrom }
         try finishScreening(&state, seen: seen, path: path)

@@ -123,7 +123,14 @@ public struct DirectoryConfig: Equatable, Sendable {
 public struct LookupdConfig: Sendable {
     /// The file this came from, nil for built-in defaults.
     public var path: String?
+    /// `country` and the numbering keys; `.china` (marked default) when none is set.
     public var plan: NumberingPlan = .china
+    /// `attribution`: language of the attribution of numbers; nil when off.
+    public var attribution: String? = nil
+    /// `attribution-carriers`: python3-phonenumbers' carrier data; nil for none.
+    public var attributionCarriers: String? = Attribution.defaultCarrierFolder
+    /// The folder was named in the configuration (missing is then an error, not a note).
+    public var attributionCarriersExplicit = false
     public var directories: [DirectoryConfig] = []
     public var contacts: [String] = []
     /// The CSV columns named on a `contacts =` line (`name-column=`,

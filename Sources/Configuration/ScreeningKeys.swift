@@ -34,7 +34,7 @@ extension ConfigParser {
             try parseAnonymousPolicy(&s, v)
         },
         .policy("invalid-callers", .invalid, \.config.policies.invalid,
-                summary: "Callers whose identity is not a number (empty, too short, all zeros, letters): allow (default), block, or label (default label Invalid Number)."),
+                summary: "Callers whose identity is not a number (empty, too short, all zeros, letters, a length their country's numbers never have), and numbers in no range of their country's plan (they cannot exist): allow (default), block, or label (default label Invalid Number)."),
         ConfigKey(name: "bypass", syntax: "NUMBER[*][, NUMBER[*]...]", repeatable: true,
                   summary: "Caller numbers never screened (emergency services, internal extensions): digits as sent (110, 1001), a prefix of them (8*), or with + an E.164 number or prefix.") { s, v throws(ValueError) in
             let items = v.split(whereSeparator: { $0 == "," || $0 == " " || $0 == "\t" }).map(String.init)

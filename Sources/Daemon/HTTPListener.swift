@@ -5,6 +5,7 @@ import Configuration
 import Directory
 import Glibc
 import Screening
+import SIP
 import Synchronization
 import TextFormats
 
@@ -50,6 +51,8 @@ final class HTTPListener: @unchecked Sendable {
     private var set: ServingSet
     private var json = JSONWriter()
     private let writes: WriteAPI
+    /// `number=` is read as `lookupd query` and the SIP path read a caller (a URI or a number).
+    private let identities = SIPIdentityReader(capacity: 4096)
 
     init(address: ListenAddress, current: CurrentSet, stopFlag: StopFlag, counters: HTTPCounters, latency: LatencyHistogram,
          page: StatusPage, logger: Logger = Logger(level: .info), metrics: @escaping @Sendable () -> String) throws(SystemError) {
@@ -330,7 +333,9 @@ final class HTTPListener: @unchecked Sendable {
             let screening = set.screening
             let now = WallTime.now()
             let decision = number.withUnsafeBytes { caller in
-                callee.withUnsafeBytes { callee in set.lookup(caller: caller, callee: callee, now: now) }
+                callee.withUnsafeBytes { callee in
+                    identities.withIdentity(caller) { identity in set.lookup(caller: identity, callee: callee, now: now) }
+                }
             }
             if let damaged = decision.damagedDirectory {
                 // No answer from a directory that failed its checksums (or without it).

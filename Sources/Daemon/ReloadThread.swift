@@ -150,7 +150,7 @@ final class ReloadThread: @unchecked Sendable {
                 || loaded.set.config.mode != old.mode || loaded.set.config.proxy.upstream != old.proxy.upstream {
                 logger.warning("reload: listen, workers, control-socket, state-directory, max-message-size, http-listen, log-file, mode and upstream changes take effect on restart")
             }
-            for warning in loaded.warnings { logger.warning("contacts: \(warning)") }
+            for warning in loaded.warnings { logger.warning("\(warning)") }
             do { try reconfigureReplication(loaded.set.config) } catch {
                 throw LoadFailure.config(Diagnostic(file: configPath, line: 0, message: error.description))
             }

@@ -64,8 +64,11 @@ public final class Service {
         let started = monotonicNow()
         let loaded: (set: ServingSet, warnings: [Diagnostic])
         do { loaded = try loader.load(config) } catch { throw ServiceError(error.description) }
-        for warning in loaded.warnings { logger.warning("contacts: \(warning)") }
+        for warning in loaded.warnings { logger.warning("\(warning)") }
         for warning in config.exposureWarnings { logger.warning(warning) }
+        if config.plan.isDefault {
+            logger.warning("\(options.configPath): no numbering plan named (country = XX): reading numbers under \(config.plan), the built-in default")
+        }
         journals = JournalWatcher(logger: logger, store: loader.store)
         if let settings = config.replication {
             let feed = try ReplicationFeed(config: settings, directories: config.directories.map(\.name),
@@ -80,7 +83,10 @@ public final class Service {
     static func describe(_ set: ServingSet) -> String {
         let directories = set.screening.directories.map { "\($0.name) (\($0.file.count) numbers, \($0.file.prefixRuleCount) prefixes)" }
         let contacts = set.screening.contacts.map { "\($0.name) (\($0.count))" }
-        return "directories [\(directories.joined(separator: ", "))], contacts [\(contacts.joined(separator: ", "))]"
+        let plan = set.config.plan
+        var numbering = "numbering plan \(plan)\(plan.isDefault ? " (built-in default)" : "")"
+        if let attribution = set.screening.attribution { numbering += ", attribution \(attribution.language)" }
+        return "\(numbering); directories [\(directories.joined(separator: ", "))], contacts [\(contacts.joined(separator: ", "))]"
     }
 
     /// Runs until SIGTERM/SIGINT. Returns the exit status.

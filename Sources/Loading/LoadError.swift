@@ -9,6 +9,8 @@ public enum LoadError: Error, Sendable, CustomStringConvertible {
     case zone(Diagnostic)
     /// A replicated layer (docs/CLUSTER.md) that cannot be read.
     case replica(ReplicaError)
+    /// `attribution` names a language without data, or carrier data that cannot be read.
+    case attribution(AttributionError)
 
     public var description: String {
         switch self {
@@ -19,6 +21,7 @@ public enum LoadError: Error, Sendable, CustomStringConvertible {
         case .replica(let e):
             if case .system(_, _, let code) = e, code == EACCES { return "\(e) (run lookupd as a member of the daemon's group, or as root)" }
             return e.description
+        case .attribution(let e): return "attribution: \(e)"
         }
     }
 }

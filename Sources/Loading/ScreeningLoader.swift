@@ -84,11 +84,34 @@ public enum ScreeningLoader {
                     throw .replica(error)
                 }
             }
+            if let warning = planMismatch(file.header.plan, path: entry.path, plan: config.plan) { warnings.append(warning) }
             directories.append(ScreeningDirectory(name: entry.name, file: file, overlay: overlay, replicated: replicated, active: entry.active))
         }
+        var attribution: Attribution? = nil
+        if let language = config.attribution {
+            do {
+                attribution = try Attribution(language: language, carrierFolder: config.attributionCarriers,
+                                              carrierFolderRequired: config.attributionCarriersExplicit)
+            } catch {
+                throw .attribution(error)
+            }
+            if let problem = attribution?.carrierProblem, config.attributionCarriers != nil {
+                warnings.append(Diagnostic(file: config.path ?? "attribution", line: 0,
+                                           message: "attribution without carrier names: \(problem)"))
+            }
+        }
         let set = ScreeningSet(normalizer: normalizer, contacts: lists, directories: directories,
-                               calleeContacts: callee, policies: config.policies)
+                               calleeContacts: callee, policies: config.policies, attribution: attribution)
         return Loaded(set: set, zone: try ZoneLoader.load(config.timeZone), warnings: warnings)
+    }
+
+    /// A directory compiled under another numbering plan than the one in force: its numbers
+    /// written without a country code were read as that plan's, which is worth a warning
+    /// (the file itself is still right under the plan it names).
+    public static func planMismatch(_ recorded: RecordedPlan?, path: String, plan: NumberingPlan) -> Diagnostic? {
+        guard let recorded, !recorded.matches(plan) else { return nil }
+        let how = recorded.region == plan.region ? "with other prefixes or lengths" : "as \(recorded.region) numbers"
+        return Diagnostic(file: path, line: 0, message: "compiled under the numbering plan \(recorded); numbers are read here under \(plan): numbers its source wrote without a country code were read \(how) (recompile it with --country \(plan.region) if that is wrong)")
     }
 
     static func loadContacts(_ path: String, normalizer: NumberNormalizer, columns: CSVColumnMapping = CSVColumnMapping(),

@@ -19,6 +19,12 @@ extension ScreeningSet {
         w.field("revision", d.replicatedRevision)
         w.field("policy", d.policy?.rawValue)
         w.field("inactive", d.inactiveDirectory.map { directories[$0].name })
+        w.key("attribution")
+        if let attribution, let number = d.number {
+            attribution.withDescription(number) { text in if text.isEmpty { w.null() } else { w.string(text) } }
+        } else {
+            w.null()
+        }
         w.endObject()
     }
 }

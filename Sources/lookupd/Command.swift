@@ -52,24 +52,29 @@ enum ConfigLocation {
 
 /// Options for the numbering plan shared by commands that read numbers.
 enum PlanOptions {
-    static let names: Set<String> = ["country-code", "national-prefix", "international-prefix", "national-number-length"]
+    static let names: Set<String> = ["country", "country-code", "national-prefix", "international-prefix", "national-number-length"]
 
     static let help = """
-      --country-code CC        home country code (default: the config's, else 86)
-      --national-prefix D      national trunk prefix (default: the config's, else 0)
-      --international-prefix D international prefix (default: the config's, else 00)
+      --country REGION         home country (CN, US, GB, IT, ...): its plan from
+                               libphonenumber (default: the config's country)
+      --country-code CC        home country code, or with --country a check
+      --national-prefix D      trunk prefix, replacing the country's (empty: none)
+      --international-prefix D international prefix, replacing the country's
       --national-number-length MIN[-MAX]
-                               digits of a national number (default: by country)
+                               digits of a national number, replacing the country's
     """
 
-    /// Applies command-line overrides to the config's plan.
+    /// Applies command-line options to the config's plan: `--country` (or `--country-code`)
+    /// replaces it and its overrides; the other options override on top.
     static func plan(_ base: NumberingPlan, _ args: Arguments) throws -> NumberingPlan {
+        let country = try args.value("country")
         let cc = try args.value("country-code")
         let national = try args.value("national-prefix")
         let international = try args.value("international-prefix")
         let length = try args.value("national-number-length")
-        if cc == nil, national == nil, international == nil, length == nil { return base }
-        var range: ClosedRange<Int>? = cc == nil ? base.nationalNumberLength : nil
+        if country == nil, cc == nil, national == nil, international == nil, length == nil { return base }
+        let fresh = country != nil || cc != nil
+        var range: ClosedRange<Int>? = fresh ? nil : base.nationalNumberLength
         if let length {
             let parts = length.split(separator: "-")
             guard parts.count == 1 || parts.count == 2, let lo = Int(parts[0]), let hi = Int(parts.last!), lo <= hi else {
@@ -77,18 +82,34 @@ enum PlanOptions {
             }
             range = lo...hi
         }
-        var countryCode = base.countryCode
+        var countryCode: UInt64? = fresh ? nil : base.countryCode
         if let cc {
-            guard let value = UInt64(cc), !cc.hasPrefix("0") else { throw UsageError("--country-code expects 1 to 3 digits") }
+            guard let value = UInt64(cc), !cc.hasPrefix("0"), value >= 1, value <= 999 else { throw UsageError("--country-code expects 1 to 3 digits") }
             countryCode = value
         }
+        func digits(_ o: [UInt8]?) -> String? { o.map { String(decoding: $0.map { $0 + 0x30 }, as: UTF8.self) } }
         do {
-            return try NumberingPlan(countryCode: countryCode,
-                                     nationalPrefix: national ?? String(decoding: base.nationalPrefix, as: UTF8.self),
-                                     internationalPrefix: international ?? String(decoding: base.internationalPrefix, as: UTF8.self),
-                                     nationalNumberLength: range)
+            return try NumberingPlan(region: country ?? (fresh ? nil : base.region), countryCode: countryCode,
+                                     nationalPrefix: national ?? (fresh ? nil : digits(base.nationalPrefixOverride)),
+                                     internationalPrefix: international ?? (fresh ? nil : digits(base.internationalPrefixOverride)),
+                                     nationalNumberLength: range, isDefault: !fresh && base.isDefault)
         } catch {
             throw UsageError(error.description)
         }
+    }
+
+    /// The plan a command reads numbers under: the options', else the configuration's, else
+    /// the one `directories` record; when none of them names one, the built-in default,
+    /// announced on standard error (a plan is never assumed silently).
+    static func resolve(_ config: LookupdConfig, _ args: Arguments, directories: [String] = []) throws -> NumberingPlan {
+        let plan = try self.plan(config.plan, args)
+        guard plan.isDefault else { return plan }
+        for path in directories {
+            guard let recorded = try? DirectoryFile(path: path).header.plan, !recorded.wasDefault else { continue }
+            // The file's own plan, which its numbers were read under: not a default.
+            if !recorded.hasOverrides, let from = try? NumberingPlan(region: recorded.region) { return from }
+        }
+        printError("note: no numbering plan named (--country XX, or country = XX in the configuration): reading numbers under \(plan), the built-in default")
+        return plan
     }
 }

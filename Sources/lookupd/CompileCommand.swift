@@ -36,10 +36,14 @@ let compileCommand = Command(
       .vcf   vCards: every TEL identified with the card's name.
     A number ending in * is a prefix rule (+86170* covers every number under
     it); an exact entry beats a prefix, a longer prefix beats a shorter one.
-    Numbers without a country code are read with the numbering plan of the
-    configuration (or the options below). A source named - is read from
-    standard input (CSV unless --format says otherwise), so a generator can
-    pipe billions of lines without a file.
+    Numbers without a country code are read under the numbering plan of
+    --country (or the configuration's country = XX); without one, under the
+    built-in default (CN), which lookupd then says. The file records the
+    plan (lookupd inspect shows it), and a daemon reading numbers under
+    another plan warns about it. Numbers that cannot exist in their country's
+    plan (no such range) are kept and counted: blocking them is often the
+    point. A source named - is read from standard input (CSV unless --format
+    says otherwise), so a generator can pipe billions of lines without a file.
 
     Memory stays within --memory whatever the size of the sources: entries
     beyond it are sorted in runs written to a temporary folder beside
@@ -98,7 +102,7 @@ private func runCompile(_ raw: [String]) throws -> Int32 {
     guard !args.positionals.isEmpty else { throw UsageError("give at least one SOURCE file") }
     var options = DirectoryCompiler.Options()
     let config = try ConfigLocation.load(explicit: try args.value("config"))
-    options.plan = try PlanOptions.plan(config.plan, args)
+    options.plan = try PlanOptions.resolve(config, args)
     if let format = try args.value("format") {
         guard let f = SourceFormat(rawValue: format) else { throw UsageError("--format must be csv, json, text or vcard") }
         options.format = f
@@ -243,6 +247,8 @@ private func runCompile(_ raw: [String]) throws -> Int32 {
         w.key("warnings")
         diagnosticsJSON(&w, compiler.warnings.prefix(maxErrors))
         w.field("journal_changes", journalChanges)
+        w.field("numbering_plan", "\(options.plan)")
+        w.field("not_in_plan", compiler.notInPlanCount)
         w.endObject()
         printJSON(w)
     } else if !args.flag("quiet") {
@@ -251,7 +257,11 @@ private func runCompile(_ raw: [String]) throws -> Int32 {
             out.append("\(file): read as \(shape.name): \(shape.meaning)\n")
         }
         let sorted = written.runs == 0 ? "" : ", sorted in \(plural(written.runs, "run")) (\(formatBytes(written.temporaryBytes)) of temporary files)"
-        out.append("wrote \(output): \(plural(written.exactEntries, "number")) and \(plural(written.prefixRules, "prefix rule")) from \(plural(compiler.linesRead, "line")) (\(written.blocking) blocking, \(written.identified) with a label, \(plural(written.labels, "distinct label")))\(CompileColumns.describe(compiler.summary))\(sorted) in \(formatSeconds(monotonicNow() - started))\n")
+        out.append("wrote \(output): \(plural(written.exactEntries, "number")) and \(plural(written.prefixRules, "prefix rule")) from \(plural(compiler.linesRead, "line")) (\(written.blocking) blocking, \(written.identified) with a label, \(plural(written.labels, "distinct label")))\(CompileColumns.describe(compiler.summary))\(sorted) in \(formatSeconds(monotonicNow() - started)); numbering plan \(options.plan)")
+        if compiler.notInPlanCount > 0 {
+            out.append("; \(plural(compiler.notInPlanCount, "number")) in no range of \(compiler.notInPlanCount == 1 ? "its" : "their") country's plan (they cannot exist)")
+        }
+        out.append("\n")
         if journalChanges > 0 {
             out.append("\(JournalFormat.path(forDirectory: output)): its \(plural(journalChanges, "change")) made with lookupd add and remove stay in force over the new file\n")
         }

@@ -155,6 +155,19 @@ private func runInspect(_ raw: [String]) throws -> Int32 {
         w.field("damaged_blocks", blocks.total)
         w.field("journal_id", hex(h.journalID))
         w.field("journal_sequence", h.journalSequence)
+        w.key("numbering_plan")
+        if let plan = h.plan {
+            w.beginObject()
+            w.field("region", "\(plan.region)")
+            w.field("country_code", Int(plan.countryCode))
+            w.field("default", plan.wasDefault)
+            w.field("overrides", plan.hasOverrides)
+            w.field("settings", hex32(plan.settingsFingerprint))
+            w.field("metadata", hex32(plan.metadataFingerprint))
+            w.endObject()
+        } else {
+            w.null()
+        }
         w.field("content", damaged ? "damaged" : "ok")
         w.field("problem", blocks.damaged.first.map { "\($0)" })
         w.field("problems", strings: blocks.damaged.map { "\($0)" })
@@ -221,6 +234,7 @@ private func runInspect(_ raw: [String]) throws -> Int32 {
     blocking entries:   \(h.blockedCount)
     identifying:        \(h.identifiedCount)
     journal merged:     \(h.journalID == 0 ? "none" : "records through \(h.journalSequence) of journal \(hex(h.journalID))")
+    numbering plan:     \(planText(h.plan))
     sections:           keys @\(h.keysOffset), values @\(h.valuesOffset), prefixes @\(h.prefixesOffset), label index @\(h.labelIndexOffset), label data @\(h.labelDataOffset) (\(h.labelDataSize) bytes)
     header checksum:    \(hex(h.headerChecksum)) (ok)
     \(checksumLine)
@@ -267,6 +281,21 @@ func formatAge(_ seconds: Int64) -> String {
     if s < 3600 { return "\(s / 60) min" }
     if s < 86400 { return "\(s / 3600) h \(s % 3600 / 60) min" }
     return "\(s / 86400) day\(s / 86400 == 1 ? "" : "s")"
+}
+
+/// What inspect says of the plan a file records, against the libphonenumber data in use.
+func planText(_ plan: RecordedPlan?) -> String {
+    guard let plan else { return "not recorded (compiled before lookupd recorded it)" }
+    let current = NumberingData.installed.fingerprint
+    let data = UInt32(truncatingIfNeeded: current) == plan.metadataFingerprint
+        ? "libphonenumber metadata \(hex32(plan.metadataFingerprint)), the same as now"
+        : "libphonenumber metadata \(hex32(plan.metadataFingerprint)) (now \(hex32(UInt32(truncatingIfNeeded: current))))"
+    return "\(plan); \(data)"
+}
+
+func hex32(_ v: UInt32) -> String {
+    let s = String(v, radix: 16)
+    return String(repeating: "0", count: 8 - s.count) + s
 }
 
 let exportCommand = Command(

@@ -48,7 +48,11 @@ let addCommand = Command(
                            the first configured one)
       --json               print the outcome as one JSON object (lookupd(8))
       --config FILE        configuration file
+    \(PlanOptions.help)
       -h, --help           this text
+
+    NUMBER is read under the numbering plan of --country, else the
+    configuration's, else the one the directory file records.
 
     Exit status: 0 added (or already so), 1 error (an invalid number
     included; nothing is written then), 2 usage error.
@@ -89,7 +93,11 @@ let removeCommand = Command(
       --from-file FILE     the numbers of FILE instead of NUMBER (all or nothing)
       --json               print the outcome as one JSON object (lookupd(8))
       --config FILE        configuration file
+    \(PlanOptions.help)
       -h, --help           this text
+
+    NUMBER is read under the numbering plan of --country, else the
+    configuration's, else the one the directory file records.
 
     Exit status: 0 removed, 1 error (including: not in the directory; nothing
     is written then), 2 usage error.
@@ -132,7 +140,7 @@ let compactCommand = Command(
 )
 
 private func runAdd(_ raw: [String]) throws -> Int32 {
-    let args = try Arguments(raw, valued: ["to", "config", "label", "expires", "from-file"], flags: ["block", "json"])
+    let args = try Arguments(raw, valued: Set(["to", "config", "label", "expires", "from-file"]).union(PlanOptions.names), flags: ["block", "json"])
     if args.flag("help") { return printUsage(addCommand) }
     let label = try args.value("label")
     let fromFile = try args.value("from-file")
@@ -153,7 +161,8 @@ private func runAdd(_ raw: [String]) throws -> Int32 {
         guard moment > now else { throw UsageError("--expires \(text) is not in the future") }
         expires = moment
     }
-    let (config, directory) = try JournalTarget.resolve(try args.value("to"), option: "to", config: try args.value("config"))
+    var (config, directory) = try JournalTarget.resolve(try args.value("to"), option: "to", config: try args.value("config"))
+    config.plan = try JournalTarget.plan(config, args, directory)
     if let replication = config.replication {
         // etcd holds one value per number, without expiry or batches (docs/CLUSTER.md).
         guard fromFile == nil, expires == 0 else {
@@ -174,7 +183,7 @@ private func runAdd(_ raw: [String]) throws -> Int32 {
 }
 
 private func runRemove(_ raw: [String]) throws -> Int32 {
-    let args = try Arguments(raw, valued: ["from", "config", "from-file"], flags: ["json"])
+    let args = try Arguments(raw, valued: Set(["from", "config", "from-file"]).union(PlanOptions.names), flags: ["json"])
     if args.flag("help") { return printUsage(removeCommand) }
     let fromFile = try args.value("from-file")
     if fromFile != nil {
@@ -182,7 +191,8 @@ private func runRemove(_ raw: [String]) throws -> Int32 {
     } else {
         guard args.positionals.count == 1 else { throw UsageError("give one NUMBER, or --from-file FILE") }
     }
-    let (config, directory) = try JournalTarget.resolve(try args.value("from"), option: "from", config: try args.value("config"))
+    var (config, directory) = try JournalTarget.resolve(try args.value("from"), option: "from", config: try args.value("config"))
+    config.plan = try JournalTarget.plan(config, args, directory)
     if let replication = config.replication {
         guard fromFile == nil else {
             throw UsageError("--from-file is not replicated through etcd; with replicate set, remove one number at a time")
@@ -289,6 +299,16 @@ enum JournalTarget {
         guard let resolved = realpath(path, nil) else { return path }
         defer { free(resolved) }
         return String(cString: resolved)
+    }
+
+    /// The plan NUMBER is read under; a warning when the directory records another.
+    static func plan(_ config: LookupdConfig, _ args: Arguments, _ directory: DirectoryConfig) throws -> NumberingPlan {
+        let plan = try PlanOptions.resolve(config, args, directories: [directory.path])
+        if let recorded = try? DirectoryFile(path: directory.path).header.plan,
+           let warning = ScreeningLoader.planMismatch(recorded, path: directory.path, plan: plan) {
+            printWarning("\(warning)")
+        }
+        return plan
     }
 
     /// An invalid number is a failed command (exit 1), as in `lookupd compile`.

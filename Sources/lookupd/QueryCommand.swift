@@ -1,8 +1,10 @@
 import Configuration
 import Directory
 import Glibc
+import Identity
 import Loading
 import Screening
+import SIP
 import SystemCalls
 import TextFormats
 
@@ -10,7 +12,7 @@ let queryCommand = Command(
     name: "query",
     summary: "screen numbers as the daemon would (contacts, then directories)",
     usage: """
-    Usage: lookupd query [OPTIONS] NUMBER...
+    Usage: lookupd query [OPTIONS] NUMBER|URI...
            lookupd query [OPTIONS] -          (numbers from standard input, one per line)
 
     Screens each number as the daemon does: bypass list and caller policies,
@@ -21,14 +23,19 @@ let queryCommand = Command(
       INPUT <tab> NUMBER <tab> VERDICT <tab> LABEL <tab> SOURCE <tab> DETAIL
 
     NUMBER is E.164 with '+'; VERDICT is blocked, identified, contact, unknown,
-    anonymous, invalid or bypassed; SOURCE is the directory (its name), the
-    contacts file or policy:KEY that decided; DETAIL names the entry that
-    decided (exact or the prefix rule, and the journal record when it came
-    from lookupd add), the policy, or why a number is invalid; '-' marks an
-    empty field. A false positive is undone with
-    lookupd remove MATCH --from SOURCE.
-    NUMBER may be written in any common form: +8613800138000, 008613800138000,
-    013800138000, 13800138000, "+86 138-0013-8000", tel: or sip: URIs.
+    anonymous, invalid (not a number, or one its country's plan cannot hold)
+    or bypassed; SOURCE is the directory (its name), the contacts file or
+    policy:KEY that decided; DETAIL names the entry that decided (exact or the
+    prefix rule, and the journal record when it came from lookupd add), the
+    policy, or why a number is invalid; '-' marks an empty field. With
+    attribution on, a seventh field ATTRIBUTION gives the number's region and
+    carrier. A false positive is undone with lookupd remove MATCH --from SOURCE.
+    NUMBER may be written in any common form of the numbering plan in force
+    (+8613800138000, 008613800138000, 013800138000, 13800138000,
+    "+86 138-0013-8000"); a URI (sip:, sips:, tel:, or a From value such as
+    "Alice" <sip:+8613800138000@pbx>) is read exactly as the daemon reads the
+    caller of an INVITE: user part %-decoded once, phone-context and verstat
+    from its parameters.
 
     Options:
       --config FILE        configuration file
@@ -43,7 +50,10 @@ let queryCommand = Command(
                            configured time-zone)
       --json               one JSON object per number (fields input, number,
                            verdict, label, source, match, reason, record,
-                           policy, inactive)
+                           policy, inactive, attribution)
+      --attribution LANG   the attribution of each number in LANG (zh, en, ...),
+                           from libphonenumber's offline data; off to turn the
+                           configured one off (default: the config's attribution)
     \(PlanOptions.help)
       -h, --help           this text
 
@@ -60,7 +70,7 @@ let queryCommand = Command(
 )
 
 private func runQuery(_ raw: [String]) throws -> Int32 {
-    let args = try Arguments(raw, valued: Set(["config", "directory", "contacts", "callee", "verstat", "at"]).union(PlanOptions.names), flags: ["json"])
+    let args = try Arguments(raw, valued: Set(["config", "directory", "contacts", "callee", "verstat", "at", "attribution"]).union(PlanOptions.names), flags: ["json"])
     if args.flag("help") {
         var out = OutputBuffer(fd: 1)
         out.append(queryCommand.usage)
@@ -71,8 +81,12 @@ private func runQuery(_ raw: [String]) throws -> Int32 {
     let overridesLists = !args.all("directory").isEmpty || !args.all("contacts").isEmpty
     var config = try ConfigLocation.load(explicit: try args.value("config"),
                                          required: !overridesLists)
-    config.plan = try PlanOptions.plan(config.plan, args)
     if !args.all("directory").isEmpty { config.directories = args.all("directory").map { DirectoryConfig(path: $0) } }
+    config.plan = try PlanOptions.resolve(config, args, directories: config.directories.map(\.path))
+    if let language = try args.value("attribution") {
+        guard language == "off" || Attribution.isLanguageTag(language) else { throw UsageError("--attribution expects a language code such as zh or en, or off") }
+        config.attribution = language == "off" ? nil : language
+    }
     if !args.all("contacts").isEmpty { config.contacts = args.all("contacts") }
     if config.directories.isEmpty && config.contacts.isEmpty {
         throw CommandFailure("\(config.path ?? "the configuration") names no directory and no contacts; every number would be unknown")
@@ -172,9 +186,16 @@ struct AnswerPrinter {
         out.flushIfLarge()
     }
 
+    /// The same reader the daemon's SIP parser uses for From and P-Asserted-Identity.
+    private let identities = SIPIdentityReader()
+
     mutating func screen(_ input: UnsafeRawBufferPointer) {
         let decision = callee.withUnsafeBytes { callee in
-            set.decide(caller: input, context: CallContext(callee: callee, verstat: verstat, time: time))
+            identities.withIdentity(input) { identity in
+                // A verstat in the URI counts as the daemon counts it; --verstat wins.
+                let verstat = self.verstat != .absent ? self.verstat : Verstat(identity.verstat)
+                return set.decide(caller: identity, context: CallContext(callee: callee, verstat: verstat, time: time))
+            }
         }
         if let damaged = decision.damagedDirectory {
             // Never an answer built without a directory that should have had its say.
@@ -209,6 +230,16 @@ struct AnswerPrinter {
         }
         out.append(byte: 0x09)
         out.append(detail(d) ?? "-")
+        if let attribution = set.attribution {
+            out.append(byte: 0x09)
+            if let number = d.number {
+                attribution.withDescription(number) { text in
+                    if text.isEmpty { out.append("-") } else { out.appendField(text) }
+                }
+            } else {
+                out.append("-")
+            }
+        }
         out.append(byte: 0x0A)
     }
 

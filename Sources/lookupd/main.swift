@@ -1,3 +1,4 @@
+import Directory
 import Glibc
 
 // The `lookupd` command: a thin layer that parses arguments and calls into
@@ -53,6 +54,14 @@ case "--help", "-h", "help":
 case "--version", "-V":
     var out = OutputBuffer(fd: 1)
     out.append("lookupd \(lookupdVersion)\n")
+    // Where the numbering plans come from (docs/NUMBERING.md "Data freshness").
+    let numbering = NumberingData.installed
+    out.append("numbering plans: \(numbering.versionDescription) (\(numbering.libraryPath))\n")
+    // Every calling code's rules, read now: a newer library whose rules lookupd cannot read
+    // shows here (and the numbers under such a rule may be judged wrongly).
+    numbering.prepareAll()
+    for problem in numbering.buildProblems { out.append("numbering plans: rule not read: \(problem)\n") }
+    out.append("carrier names: \(Attribution.describeCarrierData(Attribution.defaultCarrierFolder))\n")
     out.flush()
     exit(0)
 default:

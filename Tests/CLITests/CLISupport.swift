@@ -6,7 +6,7 @@ import XCTest
 class CLITestCase: XCTestCase {
     private var workspace: TemporaryFolder!
     var folder: URL! { workspace?.url }
-    /// An empty configuration (China plan, no lists), so nothing on the test
+    /// A configuration naming the China plan and no lists, so nothing on the test
     /// machine (/etc/lookupd/lookupd.conf, $LOOKUPD_CONFIG) leaks in.
     var planConfig: String { file("plan.conf") }
 
@@ -16,7 +16,7 @@ class CLITestCase: XCTestCase {
             throw CLIError.noBinary
         }
         workspace = TemporaryFolder("lookupd-cli")
-        write("plan.conf", "# default numbering plan\n")
+        write("plan.conf", "country = CN\n")
     }
 
     override func tearDown() {

@@ -94,7 +94,7 @@ final class JournalCommandTests: CLITestCase {
         XCTAssertEqual(r.status, 0, r.stderr)
         o = object(r, keys: ["output", "written", "numbers", "prefix_rules", "lines", "blocking", "identified", "labels", "seconds", "sort_runs",
                              "temporary_bytes", "shapes", "skipped_lines", "rows_without_number", "duplicates_merged", "extensions_dropped", "vanity_numbers",
-                             "warning_count", "warnings", "journal_changes"])
+                             "warning_count", "warnings", "journal_changes", "numbering_plan", "not_in_plan"])
         XCTAssertEqual(o["numbers"] as? Int, 1)
         XCTAssertEqual(o["warning_count"] as? Int, 1)
     }

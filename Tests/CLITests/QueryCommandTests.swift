@@ -43,7 +43,7 @@ final class QueryCommandTests: CLITestCase {
             "+8613600000000\t+8613600000000\tidentified\tCommunity Label\tcommunity\texact",
             "+8613900000000\t+8613900000000\tunknown\t-\t-\t-",
             "anonymous\t-\tanonymous\t-\t-\t-",
-            "101\t-\tinvalid\t-\t-\t3 digits is too short for a telephone number (an internal extension or service code?)",
+            "101\t-\tinvalid\t-\t-\t3 digits is too short for a number of CN (+86), which has 7 to 12 digits after the country code (an internal extension or service code?)",
             "-\t-\tinvalid\t-\t-\tempty caller number",
             "abc\t-\tinvalid\t-\t-\tcontains letters",
         ])
@@ -65,11 +65,12 @@ final class QueryCommandTests: CLITestCase {
         XCTAssertEqual(row(3), ["+8613900000000", "+8613900000000", "unknown", "null", "null", "null", "null"])
         XCTAssertEqual(row(4), ["anonymous", "null", "anonymous", "null", "null", "null", "null"])
         XCTAssertEqual(row(5), ["1001", "null", "invalid", "null", "null", "null",
-                                "4 digits is too short for a telephone number (an internal extension or service code?)"])
+                                "4 digits is too short for a number of CN (+86), which has 7 to 12 digits after the country code (an internal extension or service code?)"])
         // Quotes and backslashes in the input and in labels are escaped, not broken.
         XCTAssertEqual(row(6), [tricky, "+8613812345678", "identified", "Pizza \"Palace\", Haidian", "operator", "+8613812345678", "null"])
         XCTAssertEqual(row(7), ["+86\t138 0013 8000", "+8613800138000", "blocked", "Fraud Risk", "operator", "+8613800138000", "null"])
-        XCTAssertTrue(answers.allSatisfy { $0.count == 11 }, "exactly the documented fields")
+        XCTAssertTrue(answers.allSatisfy { $0.count == 12 }, "exactly the documented fields")
+        XCTAssertTrue(answers.allSatisfy { $0["attribution"] != nil }, "attribution is a field of every answer (null when off)")
         XCTAssertTrue(answers.allSatisfy { field($0, "record") == "null" && field($0, "revision") == "null" && field($0, "policy") == "null"
             && field($0, "inactive") == "null" })
     }
@@ -167,7 +168,7 @@ final class QueryCommandTests: CLITestCase {
         write("messy.csv", "name,number\nMum,+8613911112222\nExt,101\n")
         r = try lookupd(["query", "--config", planConfig, "--contacts", file("messy.csv"), "+8613911112222"])
         XCTAssertEqual(r.status, 0)
-        XCTAssertEqual(r.stderr, "lookupd: warning: \(file("messy.csv")):3: '101' skipped: 3 digits is too short for a telephone number (an internal extension or service code?)\n")
+        XCTAssertEqual(r.stderr, "lookupd: warning: \(file("messy.csv")):3: '101' skipped: 3 digits is too short for a number of CN (+86), which has 7 to 12 digits after the country code (an internal extension or service code?)\n")
         XCTAssertEqual(r.stdoutLines.count, 1)
     }
 }

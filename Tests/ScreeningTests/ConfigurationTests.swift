@@ -61,10 +61,14 @@ final class ConfigurationTests: XCTestCase {
         directory = community.lkd
         contacts = contacts.vcf
         contacts = /srv/lookupd/vip.csv
+        country = GB
         country-code = 44
-        national-prefix = 0
+        national-prefix = 9
         international-prefix = 00
         national-number-length = 9-10
+        attribution = en
+        attribution-carriers = /srv/carrierdata
+        unknown-label = attribution
         listen = udp:0.0.0.0:5060
         listen = tcp:[::1]:5070
         mode = proxy
@@ -115,7 +119,12 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(c.directories, [DirectoryConfig(path: "/srv/lookupd/operator.lkd", name: "operator", blockResponse: .rejected),
                                        DirectoryConfig(path: "/etc/lookupd/community.lkd", name: "community.lkd")])
         XCTAssertEqual(c.contacts, ["/etc/lookupd/contacts.vcf", "/srv/lookupd/vip.csv"])
-        XCTAssertEqual(c.plan, try NumberingPlan(countryCode: 44, nationalPrefix: "0", internationalPrefix: "00", nationalNumberLength: 9...10))
+        XCTAssertEqual(c.plan, try NumberingPlan(region: "GB", nationalPrefix: "9", nationalNumberLength: 9...10))
+        XCTAssertEqual(c.plan.nationalPrefixOverride, [9])
+        XCTAssertNil(c.plan.internationalPrefixOverride, "00 is GB's own exit prefix: no override")
+        XCTAssertEqual(c.attribution, "en")
+        XCTAssertEqual(c.attributionCarriers, "/srv/carrierdata")
+        XCTAssertEqual(c.policies.unknownLabel, .attribution)
         XCTAssertEqual(c.listen.map(\.description), ["udp:0.0.0.0:5060", "tcp:[::1]:5070"])
         XCTAssertEqual(c.mode, .proxy)
         XCTAssertEqual(c.proxy.upstream?.description, "192.0.2.20:5060;transport=tcp")
@@ -167,12 +176,26 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(try parse("refuse-action = 403").refusalAction, .reject)
         XCTAssertEqual(try parse("unknown-response = 503").unknownResponse.code, 503)
         XCTAssertEqual(try parse("block-response = 607").blockResponse.reasonPhrase, "Unwanted")
-        XCTAssertEqual(try parse("national-prefix = \"\"").plan.nationalPrefix, [])
+        XCTAssertNil(try parse("national-prefix = \"\"").plan.nationalPrefix)
+        XCTAssertEqual(try parse("national-prefix = \"\"").plan.nationalPrefixOverride, [])
         XCTAssertEqual(try parse("national-number-length = 10").plan.nationalNumberLength, 10...10)
-        // The US: national prefix 1, international prefix 011, lengths by country.
+        // The US by the old keys: the same plan as country = US with the same prefixes.
         let us = try parse("country-code = 1\nnational-prefix = 1\ninternational-prefix = 011").plan
-        XCTAssertEqual(us.nationalNumberLength, 10...10)
+        XCTAssertEqual(us.region, "US")
+        XCTAssertNil(us.nationalNumberLength)
         XCTAssertEqual(NumberNormalizer(plan: us).normalize("1 212 555 0100").number?.description, "+12125550100")
+        // country = US alone: libphonenumber's trunk prefix 1 and exit prefix 011.
+        let region = try parse("country = us").plan
+        XCTAssertEqual(region, try NumberingPlan(region: "US"))
+        XCTAssertFalse(region.isDefault)
+        XCTAssertEqual(region.nationalPrefix, "1")
+        XCTAssertEqual(region.internationalPrefix, "011")
+        XCTAssertTrue(try parse("workers = 2").plan.isDefault, "no plan key: the announced default")
+        XCTAssertEqual(try parse("attribution = zh").attribution, "zh")
+        XCTAssertNil(try parse("attribution = off").attribution)
+        XCTAssertEqual(try parse("attribution = en\nunknown-label = attribution").policies.unknownLabel, .attribution)
+        XCTAssertNil(try parse("attribution-carriers = none").attributionCarriers)
+        XCTAssertEqual(try parse("attribution-carriers = carriers").attributionCarriers, "/etc/lookupd/carriers")
     }
 
     /// D17: a listener beyond loopback needs its sources named (allow-from, or any on
@@ -321,8 +344,17 @@ final class ConfigurationTests: XCTestCase {
                        "/etc/lookupd/lookupd.conf:1: national prefix '0' must not start with the international prefix '0'")
         XCTAssertEqual(error("national-number-length = 10-11\ninternational-prefix = 00000\n"),
                        "/etc/lookupd/lookupd.conf:2: international prefix '00000' must be up to 4 digits")
-        XCTAssertEqual(error("country-code = 86\nnational-number-length = 2-11\n"),
-                       "/etc/lookupd/lookupd.conf:2: national number length 2-11 is out of range (at least 3, and with the country code at most 15 digits)")
+        XCTAssertEqual(error("country-code = 86\nnational-number-length = 1-11\n"),
+                       "/etc/lookupd/lookupd.conf:2: national number length 1-11 is out of range (at least 2, and with the country code at most 15 digits)")
+        XCTAssertEqual(error("workers = 1\ncountry = XX\n"),
+                       "/etc/lookupd/lookupd.conf:2: 'XX' is not a region libphonenumber knows (an ISO 3166 code such as CN, US, GB, IT, DE)")
+        XCTAssertEqual(error("country = CHN\n"), "/etc/lookupd/lookupd.conf:1: country: expected a two-letter region code such as CN, US or IT")
+        XCTAssertEqual(error("country = US\nworkers = 1\ncountry-code = 44\n"),
+                       "/etc/lookupd/lookupd.conf:3: country code 44 is not US's (+1); drop country-code or fix it")
+        XCTAssertEqual(error("country-code = 999\n"), "/etc/lookupd/lookupd.conf:1: no country has calling code 999")
+        XCTAssertEqual(error("unknown-label = attribution\n"),
+                       "/etc/lookupd/lookupd.conf:1: unknown-label = attribution needs 'attribution = LANG' (zh, en, ...)")
+        XCTAssertEqual(error("attribution = chinese\n"), "/etc/lookupd/lookupd.conf:1: attribution: expected a language code such as zh or en, or off")
     }
 
     func testRelativePathsAreResolvedAgainstTheConfigFolder() throws {
@@ -485,7 +517,7 @@ final class ConfigurationTests: XCTestCase {
         var config = try ConfigParser.parse("directory = good.lkd\ncontacts = contacts.csv\n", path: folder.file("lookupd.conf"))
         let loaded = try ScreeningLoader.load(config, verify: true)
         XCTAssertEqual(loaded.warnings.map(\.description),
-                       ["\(folder.file("contacts.csv")):3: '101' skipped: 3 digits is too short for a telephone number (an internal extension or service code?)"])
+                       ["\(folder.file("contacts.csv")):3: '101' skipped: 3 digits is too short for a number of CN (+86), which has 7 to 12 digits after the country code (an internal extension or service code?)"])
         XCTAssertEqual(loaded.set.directories.map(\.name), ["good.lkd"])
 
         config = try ConfigParser.parse("contacts = contacts.txt\n", path: folder.file("lookupd.conf"))
