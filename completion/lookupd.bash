@@ -4,16 +4,16 @@
 
 _lookupd_options() {
     case "$1" in
-        query)   echo "--config --directory --contacts --callee --verstat --at --json --country-code --national-prefix --international-prefix --national-number-length --help" ;;
-        compile) echo "--output --format --on-duplicate --directory-version --max-errors --memory --config --number-column --label-column --action-column --action --no-header --skip-invalid --vanity --discard-changes --country-code --national-prefix --international-prefix --national-number-length --json --quiet --help" ;;
+        query)   echo "--config --directory --contacts --callee --verstat --at --json --attribution --country --country-code --national-prefix --international-prefix --national-number-length --help" ;;
+        compile) echo "--output --format --on-duplicate --directory-version --max-errors --memory --config --number-column --label-column --action-column --action --no-header --skip-invalid --vanity --discard-changes --country --country-code --national-prefix --international-prefix --national-number-length --json --quiet --help" ;;
         check)   echo "--json --help" ;;
         check-config) echo "--config --help" ;;
         inspect) echo "--json --config --help" ;;
         export)  echo "--base-only --output --help" ;;
         serve)   echo "--config --help" ;;
         reload|stats) echo "--config --socket --help" ;;
-        add)     echo "--block --label --expires --from-file --to --json --config --help" ;;
-        remove)  echo "--from --from-file --json --config --help" ;;
+        add)     echo "--block --label --expires --from-file --to --json --config --country --country-code --national-prefix --international-prefix --national-number-length --help" ;;
+        remove)  echo "--from --from-file --json --config --country --country-code --national-prefix --international-prefix --national-number-length --help" ;;
         compact) echo "--json --config --help" ;;
         update)  echo "--config --force --allow-shrink --rollback --no-reload --quiet --help" ;;
         log)     echo "--blocked --verdict --since --until --caller --callee --id --follow --json --config --file --help" ;;
@@ -62,6 +62,10 @@ _lookupd() {
             COMPREPLY=($(compgen -W "blocked identified contact unknown anonymous invalid bypassed" -- "$cur")); return ;;
         --expires)
             COMPREPLY=($(compgen -W "15m 1h 24h 7d" -- "$cur")); return ;;
+        --country)
+            COMPREPLY=($(compgen -W "CN US GB IT DE FR JP KR IN AU CA HK TW SG RU BR ES NL NO SE" -- "$cur")); return ;;
+        --attribution)
+            COMPREPLY=($(compgen -W "zh en zh_Hant de fr ja ko ru es off" -- "$cur")); return ;;
         --label|--callee|--caller|--id|--at|--to|--from|--rollback|--country-code|--national-prefix|--international-prefix|--national-number-length|--directory-version|--max-errors|--memory|--number-column|--label-column|--action-column)
             return ;;
     esac
