@@ -89,7 +89,7 @@ extension JournalTests {
         let state = try XCTUnwrap(try JournalFollower.read(path: journalPath(path))).state
         XCTAssertNotEqual(state.journalID, header.journalID)
         XCTAssertEqual(state.mergedThrough(header), 0, "the marker belongs to the old journal")
-        XCTAssertEqual(state.pending(over: header).map(\.sequence), [1, 2, 3])
+        XCTAssertEqual(state.pending(over: header, at: 0).map(\.sequence), [1, 2, 3])
         XCTAssertEqual(try stored("+8613900000011", in: path), "block New 1 #1")
         XCTAssertEqual(try stored("+8613900000013", in: path), "block New 3 #3")
         XCTAssertEqual(try stored("+8613900000004", in: path), "block", "what was merged stays")

@@ -122,7 +122,7 @@ extension OverlayTests {
         let journal = JournalFormat.path(forDirectory: path)
         XCTAssertEqual(rename(journal, journal + ".old"), 0)
         _ = try DirectoryUpdates.add(pattern("+8613900000009"), blocked: false, label: Array("After".utf8), directory: path)
-        let set = try load(path)
+        let set = try loadDirectory(path)
         XCTAssertEqual(summary(set, "+8613900000009"), "identified | After | +8613900000009 | #1")
         XCTAssertEqual(summary(set, "+8613900000002"), "blocked | - | +8613900000002 | -")
     }
