@@ -823,6 +823,7 @@ public final class DirectoryCompiler {
         let (table, remap) = labelTable(used)
         var content = DirectoryContent()
         content.directoryVersion = options.directoryVersion
+        content.plan = RecordedPlan(options.plan, metadata: NumberingData.installed.fingerprint)
         content.labels = (0..<table.count).map { i in table.withLabel(i) { Array($0) } }
         content.exactKeys = exactKeys
         content.exactValues = exactValues.map { remapped($0, remap) }
@@ -848,6 +849,7 @@ public final class DirectoryCompiler {
         let (table, remap) = labelTable(used)
         var plan = DirectoryPlan(entryCount: spool.exactCount, prefixCount: spool.count - spool.exactCount, labels: table)
         plan.directoryVersion = options.directoryVersion
+        plan.recordedPlan = RecordedPlan(options.plan, metadata: NumberingData.installed.fingerprint)
         try DirectoryWriter.write(plan, to: path, progress: written) { (sink) throws(DirectoryError) in
             try spool.replay { (key, value) throws(DirectoryError) in
                 let v = remapped(value, remap)

@@ -88,10 +88,7 @@ private func runCheckConfig(_ raw: [String]) throws -> Int32 {
     var out = OutputBuffer(fd: 1)
     out.append("\(path): ok\n")
     let plan = config.plan
-    func digits(_ d: [UInt8]) -> String { d.isEmpty ? "none" : String(decoding: d, as: UTF8.self) }
-    let lengths = plan.nationalNumberLength
-    out.append("numbering plan: country code \(plan.countryCode), national prefix \(digits(plan.nationalPrefix)), "
-               + "international prefix \(digits(plan.internationalPrefix)), national numbers of \(lengths.lowerBound)-\(lengths.upperBound) digits\n")
+    out.append("numbering plan: \(plan)\n")
     for address in config.listen { out.append("listen: \(address)\n") }
     if config.listen.isEmpty { out.append("listen: none (lookupd serve needs a listen line)\n") }
     out.append("mode: \(config.mode.rawValue)\n")

@@ -109,7 +109,7 @@ enum PlanOptions {
             // The file's own plan, which its numbers were read under: not a default.
             if !recorded.hasOverrides, let from = try? NumberingPlan(region: recorded.region) { return from }
         }
-        printError("note: no numbering plan named (--country XX, or country = XX in the configuration): reading numbers under \(plan), the built-in default")
+        printNote("no numbering plan named (--country XX, or country = XX in the configuration): reading numbers under \(plan), the built-in default")
         return plan
     }
 }
