@@ -61,7 +61,7 @@ public enum TimeText {
         let date = halves[0].split(separator: "-", omittingEmptySubsequences: false)
         guard date.count == 3, date[0].count == 4, date[1].count == 2, date[2].count == 2,
               let year = Int64(date[0]), let month = Int64(date[1]), let day = Int64(date[2]),
-              (1...12).contains(month), (1...daysIn(month, year)).contains(day) else { return nil }
+              (1...12).contains(month), (1...Int64(CivilDate.daysIn(month: Int(month), year: year))).contains(day) else { return nil }
         var seconds: Int64 = 0
         if halves.count == 2 {
             let clock = halves[1].split(separator: ":", omittingEmptySubsequences: false)
@@ -77,7 +77,7 @@ public enum TimeText {
             }
             seconds = h * 3600 + m * 60 + sec
         }
-        return daysSinceEpoch(year, month, day) * 86400 + seconds - offset
+        return CivilDate.days(year: year, month: month, day: day) * 86400 + seconds - offset
     }
 
     /// `--expires` and the API's `expires`: a duration from `now`, or a moment.
@@ -90,42 +90,10 @@ public enum TimeText {
     public static func rfc3339(_ seconds: Int64) -> String {
         let days = seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400
         let rest = seconds - days * 86400
-        let (y, m, d) = civil(days)
+        let (y, month, day) = CivilDate.date(ofDay: days)
+        let m = Int64(month), d = Int64(day)
         func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
         let year = String(y)
         return "\(String(repeating: "0", count: max(0, 4 - year.count)))\(year)-\(two(m))-\(two(d))T\(two(rest / 3600)):\(two(rest % 3600 / 60)):\(two(rest % 60))Z"
-    }
-
-    private static func isLeap(_ y: Int64) -> Bool { y % 4 == 0 && (y % 100 != 0 || y % 400 == 0) }
-
-    private static func daysIn(_ month: Int64, _ year: Int64) -> Int64 {
-        switch month {
-        case 2: return isLeap(year) ? 29 : 28
-        case 4, 6, 9, 11: return 30
-        default: return 31
-        }
-    }
-
-    /// Days from 1970-01-01 to the date (proleptic Gregorian; Howard Hinnant's algorithm).
-    private static func daysSinceEpoch(_ year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = (month + 9) % 12
-        let doy = (153 * mp + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146097 + doe - 719468
-    }
-
-    private static func civil(_ days: Int64) -> (Int64, Int64, Int64) {
-        let z = days + 719468
-        let era = (z >= 0 ? z : z - 146096) / 146097
-        let doe = z - era * 146097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
     }
 }
