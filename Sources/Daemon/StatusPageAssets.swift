@@ -2,7 +2,7 @@
 // Raw string literals: the JavaScript's backslashes are its own.
 //
 // The script never turns data into markup: every value from /status.json
-// or /lookup.json (labels from feeds, display names from callers) goes in
+// or /lookup.json or the write API (labels from feeds, display names from callers) goes in
 // through textContent or an attribute, and the Content-Security-Policy
 // the page is served with refuses inline scripts and other origins.
 
@@ -41,6 +41,28 @@ enum StatusPageAssets {
           <button type="submit">Look up</button>
         </form>
         <dl id="lookup-result" class="result" hidden></dl>
+      </section>
+      <section id="change" aria-labelledby="change-title">
+        <h2 id="change-title">Block, identify or remove a number</h2>
+        <p class="muted">Through the write API (/v1/entries, http-write-token-file). The token is kept in this page's memory
+          only: it is never stored, and reloading the page forgets it.</p>
+        <form id="token-form" autocomplete="off">
+          <input id="token" type="password" autocomplete="off" maxlength="4096" placeholder="write API token" aria-label="write API token">
+          <button type="submit">Use token</button>
+          <button id="token-forget" type="button" class="plain">Forget</button>
+        </form>
+        <p id="token-state" class="muted">No token entered.</p>
+        <form id="change-form" class="fields" autocomplete="off">
+          <label>Number <input id="change-number" type="text" inputmode="tel" maxlength="256" required placeholder="+8613800138000"></label>
+          <label>Action <select id="change-action">
+            <option value="block">Block</option><option value="identify">Identify (label only)</option><option value="remove">Remove</option>
+          </select></label>
+          <label>Label <input id="change-label" type="text" maxlength="255" placeholder="optional for a block"></label>
+          <label>Expires <input id="change-expires" type="text" maxlength="64" value="24h" placeholder="24h, 7d, 2026-12-31T18:00:00Z or empty"></label>
+          <label>Directory <select id="change-directory"></select></label>
+          <button type="submit">Apply</button>
+        </form>
+        <dl id="change-result" class="result" hidden></dl>
       </section>
       <section id="recent" aria-labelledby="recent-title">
         <h2 id="recent-title">Last blocked and identified calls</h2>
@@ -105,9 +127,14 @@ enum StatusPageAssets {
     .v-bypassed { background: var(--bypassed); fill: var(--bypassed); }
     .verdict { color: #fff; border-radius: 4px; padding: 0 .4rem; font-size: .85rem; white-space: nowrap; }
     form { display: flex; gap: .5rem; }
-    input[type=search] { flex: 1; min-width: 0; font: inherit; padding: .45rem .6rem; border: 1px solid var(--line);
+    input, select { flex: 1; min-width: 0; font: inherit; padding: .45rem .6rem; border: 1px solid var(--line);
       border-radius: 6px; background: var(--bg); color: var(--fg); }
     button { font: inherit; padding: .45rem 1rem; border: 0; border-radius: 6px; background: var(--identified); color: #fff; cursor: pointer; }
+    button.plain { background: transparent; color: var(--identified); border: 1px solid var(--line); }
+    form.fields { flex-wrap: wrap; align-items: flex-end; margin-top: .6rem; }
+    form.fields label { display: flex; flex-direction: column; flex: 1 1 10rem; min-width: 0; color: var(--muted); font-size: .85rem; gap: .2rem; }
+    form.fields input, form.fields select { flex: none; width: 100%; font-size: 15px; }
+    .result dd[data-field=status][data-ok=no] { color: var(--blocked); font-weight: 600; }
     .result { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; margin: .8rem 0 0; }
     .result dt { color: var(--muted); }
     .result dd { margin: 0; overflow-wrap: anywhere; }
@@ -135,7 +162,7 @@ enum StatusPageAssets {
 
     static let script = #"""
     'use strict';
-    // lookupd's status page: /status.json every 10 s, /lookup.json on demand.
+    // lookupd's status page: /status.json every 10 s, /lookup.json on demand, /v1/entries from its form.
     (() => {
       const refreshMs = 10000;
       const svgNS = 'http://www.w3.org/2000/svg';
@@ -165,15 +192,19 @@ enum StatusPageAssets {
         return `${Math.round(seconds / 86400)} d`;
       }
 
-      // Every request goes through here. The write API's form (issue 18) adds
-      // POST /v1/entries and DELETE /v1/entries/NUMBER with its bearer token in
-      // `options.headers`; the token stays in a variable of this closure.
-      async function request(path, options = {}) {
+      // Every request goes through here: the answer's status and its body
+      // (parsed when it is JSON), never cookies (the write API wants its token).
+      async function exchange(path, options = {}) {
         const response = await fetch(path, {cache: 'no-store', credentials: 'omit', ...options});
         const type = response.headers.get('Content-Type') || '';
         const body = type.startsWith('application/json') ? await response.json() : await response.text();
-        if (!response.ok) throw new Error(`${response.status}: ${typeof body === 'string' ? body.trim() : JSON.stringify(body)}`);
-        return body;
+        return {status: response.status, statusText: response.statusText, ok: response.ok, body};
+      }
+      const answerText = (body) => typeof body === 'string' ? body.trim() : JSON.stringify(body);
+      async function request(path, options = {}) {
+        const answer = await exchange(path, options);
+        if (!answer.ok) throw new Error(`${answer.status}: ${answerText(answer.body)}`);
+        return answer.body;
       }
 
       function showProblem(text) {
@@ -284,6 +315,7 @@ enum StatusPageAssets {
             cell('feeds', 'Feeds', ...(feeds.length ? feeds : ['none'])));
         });
         $('directory-table').tBodies[0].replaceChildren(...rows);
+        offerDirectories(s.directories.map((d) => d.name));
         const lists = s.contacts.map((c) => `${c.name} (${count(c.numbers)})`).join(', ');
         $('contacts').textContent = lists ? `Contacts: ${lists}` : 'No contacts lists.';
       }
@@ -321,7 +353,83 @@ enum StatusPageAssets {
         result.hidden = false;
       }
 
+      // The write API's form. The token lives in this variable only: not in
+      // storage, a cookie or the URL, and not left in the field either.
+      let writeToken = '';
+      function holdToken(token) {
+        writeToken = token;
+        $('token').value = '';
+        $('token-state').textContent = token ? 'A token is held in this page\'s memory.' : 'No token entered.';
+      }
+      $('token-form').addEventListener('submit', (event) => { event.preventDefault(); holdToken($('token').value.trim()); });
+      $('token-forget').addEventListener('click', () => holdToken(''));
+
+      // The API takes the first directory when none is named; kept as chosen across refreshes.
+      function offerDirectories(names) {
+        const select = $('change-directory');
+        const offered = [...select.options].map((o) => o.value);
+        if (offered.join('\n') === names.join('\n')) return;
+        const chosen = select.value;
+        select.replaceChildren(...names.map((name) => el('option', {value: name}, name)));
+        if (names.includes(chosen)) select.value = chosen;
+      }
+
+      const expiresField = () => $('change-expires');
+      $('change-action').addEventListener('change', () => { expiresField().disabled = $('change-action').value === 'remove'; });
+
+      // What the API said, as the operator would want it read: one line per change.
+      function describe(body) {
+        if (typeof body === 'string') return [body.trim()];
+        if (body && Array.isArray(body.changes)) {
+          return body.changes.map((c) => {
+            const label = c.label ? `, label “${c.label}”` : '';
+            const until = c.expires_at ? ` until ${c.expires_at}` : '';
+            const record = c.record !== null && c.record !== undefined ? `journal record ${c.record}` : 'nothing written';
+            return `${c.number}: ${c.outcome} (${c.action}${label}${until}) in ${body.directory}, ${record}`;
+          });
+        }
+        if (body && body.error) return [`${body.error}: ${body.number}`];
+        return [JSON.stringify(body)];
+      }
+
+      async function change(event) {
+        event.preventDefault();
+        const result = $('change-result');
+        const number = $('change-number').value.trim();
+        const action = $('change-action').value;
+        const directory = $('change-directory').value;
+        if (!number) return;
+        const headers = writeToken ? {Authorization: 'Bearer ' + writeToken} : {};
+        let path, options;
+        if (action === 'remove') {
+          path = 'v1/entries/' + encodeURIComponent(number) + (directory ? '?directory=' + encodeURIComponent(directory) : '');
+          options = {method: 'DELETE', headers};
+        } else {
+          const entry = {number, action};
+          const label = $('change-label').value.trim();
+          const expires = expiresField().value.trim();
+          if (label) entry.label = label;
+          if (expires) entry.expires = expires;
+          if (directory) entry.directory = directory;
+          path = 'v1/entries';
+          options = {method: 'POST', headers: {...headers, 'Content-Type': 'application/json'}, body: JSON.stringify(entry)};
+        }
+        let rows;
+        try {
+          const answer = await exchange(path, options);
+          const status = el('dd', {'data-field': 'status', 'data-ok': answer.ok ? 'yes' : 'no'}, `${answer.status} ${answer.statusText}`);
+          rows = [el('dt', {}, 'Answer'), status, el('dt', {}, 'Message'),
+                  el('dd', {'data-field': 'message'}, ...describe(answer.body).flatMap((line, i) => i ? [el('br'), line] : [line]))];
+          if (answer.ok) refresh();
+        } catch (error) {
+          rows = [el('dt', {}, 'Error'), el('dd', {'data-field': 'error'}, error.message)];
+        }
+        result.replaceChildren(...rows);
+        result.hidden = false;
+      }
+
       $('lookup-form').addEventListener('submit', lookup);
+      $('change-form').addEventListener('submit', change);
       refresh();
       setInterval(refresh, refreshMs);
     })();
