@@ -230,9 +230,10 @@ final class StatusPageTests: DaemonTestCase {
     }
 
     /// The page in headless Chromium against a daemon with known traffic:
-    /// the counts it shows, a lookup through its search box, hostile text
-    /// shown as text, a phone-width layout without sideways scrolling, and
-    /// screenshots. LOOKUPD_UPDATE_SCREENSHOTS=1 writes them into docs/images
+    /// the counts it shows, a lookup through its search box, a block through
+    /// its form (refused with a wrong token, then answered 6xx for by the
+    /// daemon), hostile text shown as text, a phone-width layout without
+    /// sideways scrolling, and screenshots. LOOKUPD_UPDATE_SCREENSHOTS=1 writes them into docs/images
     /// (with the fingerprint of the page they show); otherwise the test
     /// fails when the page changed since they were taken.
     func testStatusPageInChromium() throws {
@@ -244,7 +245,15 @@ final class StatusPageTests: DaemonTestCase {
         }
         let update = ProcessInfo.processInfo.environment["LOOKUPD_UPDATE_SCREENSHOTS"] == "1"
         try compile(Hostile.feedCSV, to: "feed.lkd")
-        let (daemon, port) = try startHTTPDaemon([], directories: statusDirectories)
+        let token = "browser-token-\(getpid())"
+        write("write.token", token + "\n")
+        let (daemon, port) = try startHTTPDaemon(["http-write-token-file = write.token"], directories: statusDirectories)
+        let formNumber = "+8613000000077"
+        let udp = try UDPPeer()
+        func answer(_ number: String) -> Int? {
+            udp.exchange(invite(from: "<sip:\(number)@pbx.example>", to: "1001", port: daemon.port), port: daemon.port)?.statusCode
+        }
+        XCTAssertEqual(answer(formNumber), 302, "not blocked before the form")
         // For the pictures in the README, calls over a few minutes; the test itself needs one round.
         let rounds = update ? 4 : 1
         var expected: [String: Int] = [:]
@@ -258,13 +267,14 @@ final class StatusPageTests: DaemonTestCase {
             let main = (document["directories"] as? [[String: Any]])?.first
             let calls = (document["recent"] as? [String: Any])?["calls"] as? [Any]
             return (main?["journal"] as? [String: Any])?["entries"] as? Int == 1 && calls?.count == 6 * rounds
+                && (document["totals"] as? [Int])?.reduce(0, +) == 10 * rounds + 1
         }, "the journal entry and the calls are in force before the browser looks")
 
         let images = PackageTests.repository + "/docs/images"
         let shots = update ? images : path("screenshots")
         var arguments = [fixturesDirectory.appendingPathComponent("browser/status-page.py").path,
                          "--url", "http://127.0.0.1:\(port)/", "--number", Hostile.number, "--screenshots", shots,
-                         "--fingerprint", images + "/status-page.sha256"]
+                         "--fingerprint", images + "/status-page.sha256", "--token", token, "--block", formNumber, "--expires", "1h"]
         if update { arguments.append("--update") }
         let run = try runCommand("/usr/bin/python3", arguments, folder: folder, timeout: 120)
         XCTAssertEqual(run.status, 0, run.summary)
@@ -272,7 +282,9 @@ final class StatusPageTests: DaemonTestCase {
 
         for layout in ["desktop", "phone"] {
             let view = try XCTUnwrap(seen[layout] as? [String: Any], layout)
-            XCTAssertEqual(view["totals"] as? [String: String], expected.mapValues(String.init), "\(layout): calls in the last hour")
+            var hour = expected
+            hour["unknown", default: 0] += 1 // the form's number, before it was blocked
+            XCTAssertEqual(view["totals"] as? [String: String], hour.mapValues(String.init), "\(layout): calls in the last hour")
             XCTAssertEqual(view["injected"] as? Int, 0, "\(layout): no markup from the data became an element")
             XCTAssertEqual(view["pwned"] as? Bool, false, "\(layout): no script from the data ran")
             XCTAssertEqual(view["console"] as? [String], [], "\(layout): no script error, no policy violation")
@@ -286,7 +298,9 @@ final class StatusPageTests: DaemonTestCase {
             XCTAssertEqual(recent.first { $0["caller"] == Hostile.number }?["label"], Hostile.label, "\(layout): the label as the feed has it")
             let directories = try XCTUnwrap(view["directories"] as? [[String: String]])
             XCTAssertEqual(directories.map { $0["name"] }, ["main", "feed"])
-            XCTAssertTrue(directories[0]["journal"]?.contains("1 in force") == true, "\(directories)")
+            // The phone loads the page after the form added its block.
+            let inForce = layout == "desktop" ? "1 in force" : "2 in force"
+            XCTAssertTrue(directories[0]["journal"]?.contains(inForce) == true, "\(layout): \(directories)")
             let screenshot = try XCTUnwrap(view["screenshot"] as? String)
             let png = try XCTUnwrap(FileManager.default.contents(atPath: screenshot), screenshot)
             XCTAssertEqual(Array(png.prefix(8)), [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], "\(screenshot) is a PNG")
@@ -302,6 +316,29 @@ final class StatusPageTests: DaemonTestCase {
         XCTAssertEqual(lookup["label"], Hostile.label)
         XCTAssertEqual(lookup["source"], "feed")
         XCTAssertEqual(lookup["number"], Hostile.number)
+
+        // The form: a wrong token's 401 shown, then the block written, and the daemon refuses the number.
+        let form = try XCTUnwrap(seen["form"] as? [String: Any], run.summary)
+        let wrong = try XCTUnwrap(form["wrong"] as? [String: String])
+        XCTAssertEqual(wrong["status"], "401 Unauthorized", "\(wrong)")
+        XCTAssertEqual(wrong["message"], "a valid bearer token is required (Authorization: Bearer TOKEN)", "\(wrong)")
+        let right = try XCTUnwrap(form["right"] as? [String: String])
+        XCTAssertEqual(right["status"], "201 Created", "\(right)")
+        let message = try XCTUnwrap(right["message"])
+        XCTAssertTrue(message.hasPrefix("\(formNumber): added (block until ") && message.contains(") in main, journal record 2"), message)
+        XCTAssertEqual(right["state"], "A token is held in this page's memory.")
+        XCTAssertEqual(form["traces"] as? [String], [], "the token is nowhere but in the script's memory")
+        let formConsole = try XCTUnwrap(form["console"] as? [String])
+        XCTAssertEqual(formConsole.count, 1, "\(formConsole)")
+        XCTAssertTrue(formConsole.allSatisfy { $0.contains("v1/entries") && $0.contains("401") }, "only the refused request: \(formConsole)")
+        XCTAssertTrue(try eventually(timeout: 5) { answer(formNumber) == 603 }, "the daemon blocks the number the form blocked")
+        let stored = try curl("http://127.0.0.1:\(port)/v1/entries/\(formNumber)", ["-H", "Authorization: Bearer \(token)"])
+        XCTAssertEqual(stored.status, 200, stored.body)
+        let holding = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(stored.body.utf8)) as? [String: Any], stored.body)
+        let mainEntry = ((holding["directories"] as? [[String: Any]])?.first { $0["directory"] as? String == "main" })?["entry"] as? [String: Any]
+        XCTAssertEqual(mainEntry?["action"] as? String, "block", stored.body)
+        let seconds = (mainEntry?["expires"] as? Int ?? 0) - Int(time(nil))
+        XCTAssertTrue((3300...3600).contains(seconds), "the form's 1h expiry is stored: \(stored.body)")
 
         let fingerprint = try XCTUnwrap(seen["fingerprint"] as? [String: String])
         XCTAssertEqual(fingerprint["served"], fingerprint["recorded"],

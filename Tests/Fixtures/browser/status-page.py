@@ -3,13 +3,17 @@
 chromium-driver and python3-selenium) for Tests/DaemonTests/StatusPageTests.
 
   status-page.py --url http://127.0.0.1:PORT/ --number +8613800138000 \
-                 --screenshots DIR [--fingerprint FILE [--update]]
+                 --screenshots DIR [--fingerprint FILE [--update]] \
+                 [--token TOKEN --block NUMBER --expires 1h]
 
 Loads the page at desktop width, reads what it shows (the calls per verdict
 of the last hour, the recent calls, the directories), looks up --number with
 the search box and reads the verdict, checks that no markup from the data
 became an element and that the browser reported no error (a script error, a
-Content-Security-Policy violation), then loads it at phone width and checks
+Content-Security-Policy violation); with --token, uses the form to block
+--block (expiring after --expires) first with a wrong token, then with
+TOKEN, reading the answer the page shows each time and where the token
+could have been left (the field, storage, cookies, the URL); then loads it at phone width and checks
 that nothing is wider than the screen. Screenshots go to DIR:
 status-page-desktop.png (the whole page) and status-page-phone.png (its first
 screen, at twice the pixels as a phone has them).
@@ -117,6 +121,45 @@ def lookup(driver, number):
     """)
 
 
+def apply_change(driver, token, number, expires):
+    """Enters the token, submits a block through the form, returns the answer shown."""
+    field = driver.find_element(By.ID, "token")
+    field.clear()
+    field.send_keys(token)
+    driver.find_element(By.CSS_SELECTOR, "#token-form button[type=submit]").click()
+    for element_id, value in (("change-number", number), ("change-expires", expires)):
+        element = driver.find_element(By.ID, element_id)
+        element.clear()
+        element.send_keys(value)
+    driver.execute_script("document.getElementById('change-action').value = 'block';"
+                          "document.getElementById('change-result').hidden = true;")
+    driver.find_element(By.CSS_SELECTOR, "#change-form button[type=submit]").click()
+    WebDriverWait(driver, 10).until(
+        lambda d: d.execute_script("return !document.getElementById('change-result').hidden"))
+    return driver.execute_script("""
+        const out = {};
+        for (const dd of document.querySelectorAll('#change-result dd')) out[dd.dataset.field] = dd.textContent;
+        out.state = document.getElementById('token-state').textContent;
+        return out;
+    """)
+
+
+def token_traces(driver, token):
+    """Where the page could have left the token, besides its script's memory."""
+    return driver.execute_script("""
+        const token = arguments[0], found = [];
+        if (document.getElementById('token').value) found.push('the token field');
+        for (const [name, store] of [['localStorage', localStorage], ['sessionStorage', sessionStorage]]) {
+            for (let i = 0; i < store.length; i++) if (store.getItem(store.key(i)).includes(token)) found.push(name);
+            if (store.length) found.push(name + ' is not empty');
+        }
+        if (document.cookie) found.push('a cookie');
+        if (location.href.includes(token)) found.push('the URL');
+        if (document.documentElement.outerHTML.includes(token)) found.push('the document');
+        return found;
+    """, token)
+
+
 def fingerprint(url):
     digest = hashlib.sha256()
     for name in PAGE_FILES:
@@ -137,6 +180,9 @@ def main():
     ap.add_argument("--screenshots", required=True)
     ap.add_argument("--fingerprint")
     ap.add_argument("--update", action="store_true")
+    ap.add_argument("--token")
+    ap.add_argument("--block")
+    ap.add_argument("--expires", default="1h")
     args = ap.parse_args()
     url = args.url if args.url.endswith("/") else args.url + "/"
     os.makedirs(args.screenshots, exist_ok=True)
@@ -149,6 +195,13 @@ def main():
             result["desktop"] = observe(driver)
             result["lookup"] = lookup(driver, args.number)
             result["desktop"]["console"] = console_problems(driver)
+            if args.token and args.block:
+                form = {"wrong": apply_change(driver, "not-" + args.token, args.block, args.expires),
+                        "right": apply_change(driver, args.token, args.block, args.expires)}
+                form["traces"] = token_traces(driver, args.token)
+                # The refused request is logged by the browser as a failed load; the test reads these.
+                form["console"] = console_problems(driver)
+                result["form"] = form
             result["desktop"]["screenshot"] = screenshot(driver, os.path.join(args.screenshots, "status-page-desktop.png"), whole=True)
 
             emulate(driver, *PHONE, mobile=True)
