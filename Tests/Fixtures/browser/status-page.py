@@ -107,41 +107,39 @@ def observe(driver):
     """)
 
 
-def lookup(driver, number):
-    field = driver.find_element(By.ID, "lookup-number")
+def type_into(driver, element_id, value):
+    field = driver.find_element(By.ID, element_id)
     field.clear()
-    field.send_keys(number)
-    driver.find_element(By.CSS_SELECTOR, "#lookup-form button").click()
-    WebDriverWait(driver, 10).until(
-        lambda d: d.execute_script("return !document.getElementById('lookup-result').hidden"))
+    field.send_keys(value)
+
+
+def submit_and_read(driver, form, result):
+    """Submits the form, waits for its result list to show, returns it by data-field."""
+    driver.execute_script("document.getElementById(arguments[0]).hidden = true", result)
+    driver.find_element(By.CSS_SELECTOR, "#%s button[type=submit]" % form).click()
+    WebDriverWait(driver, 10).until(lambda d: d.execute_script("return !document.getElementById(arguments[0]).hidden", result))
     return driver.execute_script("""
         const out = {};
-        for (const dd of document.querySelectorAll('#lookup-result dd')) out[dd.dataset.field] = dd.textContent;
+        for (const dd of document.getElementById(arguments[0]).querySelectorAll('dd')) out[dd.dataset.field] = dd.textContent;
         return out;
-    """)
+    """, result)
+
+
+def lookup(driver, number):
+    type_into(driver, "lookup-number", number)
+    return submit_and_read(driver, "lookup-form", "lookup-result")
 
 
 def apply_change(driver, token, number, expires):
     """Enters the token, submits a block through the form, returns the answer shown."""
-    field = driver.find_element(By.ID, "token")
-    field.clear()
-    field.send_keys(token)
+    type_into(driver, "token", token)
     driver.find_element(By.CSS_SELECTOR, "#token-form button[type=submit]").click()
-    for element_id, value in (("change-number", number), ("change-expires", expires)):
-        element = driver.find_element(By.ID, element_id)
-        element.clear()
-        element.send_keys(value)
-    driver.execute_script("document.getElementById('change-action').value = 'block';"
-                          "document.getElementById('change-result').hidden = true;")
-    driver.find_element(By.CSS_SELECTOR, "#change-form button[type=submit]").click()
-    WebDriverWait(driver, 10).until(
-        lambda d: d.execute_script("return !document.getElementById('change-result').hidden"))
-    return driver.execute_script("""
-        const out = {};
-        for (const dd of document.querySelectorAll('#change-result dd')) out[dd.dataset.field] = dd.textContent;
-        out.state = document.getElementById('token-state').textContent;
-        return out;
-    """)
+    type_into(driver, "change-number", number)
+    type_into(driver, "change-expires", expires)
+    driver.execute_script("document.getElementById('change-action').value = 'block'")
+    out = submit_and_read(driver, "change-form", "change-result")
+    out["state"] = driver.find_element(By.ID, "token-state").text
+    return out
 
 
 def token_traces(driver, token):
