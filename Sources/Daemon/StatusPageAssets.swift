@@ -420,7 +420,8 @@ enum StatusPageAssets {
           const status = el('dd', {'data-field': 'status', 'data-ok': answer.ok ? 'yes' : 'no'}, `${answer.status} ${answer.statusText}`);
           rows = [el('dt', {}, 'Answer'), status, el('dt', {}, 'Message'),
                   el('dd', {'data-field': 'message'}, ...describe(answer.body).flatMap((line, i) => i ? [el('br'), line] : [line]))];
-          if (answer.ok) refresh();
+          // The daemon's journal watcher takes the change in within 100 ms; the directories show it then.
+          if (answer.ok) setTimeout(refresh, 400);
         } catch (error) {
           rows = [el('dt', {}, 'Error'), el('dd', {'data-field': 'error'}, error.message)];
         }
