@@ -259,6 +259,7 @@ struct AnswerPrinter {
         case nil: break
         }
         if let record = d.journalRecord { parts.append("journal record \(record)") }
+        if let revision = d.replicatedRevision { parts.append("replicated revision \(revision)") }
         if let policy = d.policy, d.source != .policy(policy) { parts.append("policy \(policy)") }
         if d.verdict == .bypassed { parts.append("bypass list") }
         if let inactive = d.inactiveDirectory { parts.append("\(set.directories[inactive].name) outside its active window") }
