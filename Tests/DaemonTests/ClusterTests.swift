@@ -440,7 +440,9 @@ final class ClusterTests: IntegrationTestCase {
                 "directory": "\(path("carrier-\(name).lkd")) name=carrier block-response=608", "allow-from": "127.0.0.0/8",
                 "http-listen": "127.0.0.1:\(freeLoopbackPort())", "http-allow-from": "127.0.0.0/8",
             ])
-            nodes.append(try startFromConfig(name, write(name + ".conf", text), port: port))
+            // Answers are told apart by the block's label, as DaemonFixture's tests do:
+            // rejections carry it only with label-to-caller = yes.
+            nodes.append(try startFromConfig(name, write(name + ".conf", text + "\nlabel-to-caller = yes\n"), port: port))
         }
         let list = write("lookupd.list", ports.map { "1 sip:127.0.0.1:\($0)" }.joined(separator: "\n") + "\n")
         let control = "unix:" + path("kamctl")
