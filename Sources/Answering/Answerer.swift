@@ -268,6 +268,8 @@ public struct Answerer {
                                        ownAddresses: proxy.ownAddresses, displayName: policy.displayName,
                                        labelHeaderName: policy.labelHeader, labelInAssertedIdentity: policy.labelInAssertedIdentity)
         forwarding.plainQuotedStrings = policy.plainQuotedStrings
+        // The label is for the PBX: the caller gets his own From back in every response.
+        if !policy.labelToCaller { forwarding.callerFromKey = proxy.callerFromKey }
         // label-format's {attribution}: copied, since only labelled calls of configurations
         // that ask for it pay for it.
         if policy.displayNameHasAttribution, let d = decision, d.label != nil, let number = d.number,
@@ -302,7 +304,8 @@ public struct Answerer {
             counters.add(.proxyResponseNotOurs)
             return .none
         }
-        switch parser.relayResponse(bytes, ours: [proxy.upstreamVia], branchKey: proxy.branchKey, into: out) {
+        switch parser.relayResponse(bytes, ours: [proxy.upstreamVia], branchKey: proxy.branchKey,
+                                    callerFromKey: proxy.callerFromKey, into: out) {
         case .forward(let n, _, let hop):
             return .relay(n, hop)
         case .ownRequest(let code):

@@ -19,11 +19,15 @@ public final class ProxyContext {
     /// could otherwise have lookupd send a response of their making to a third party.
     public let upstreamHost: IPAddress
     public let upstreamPort: UInt16
+    /// The key of the caller's From carried in our Via (`label-to-caller = no`): the same in
+    /// every worker of the daemon.
+    public let callerFromKey: SIPCallerFromKey
     /// False while the upstream is known to be down: requests get 503 instead of silence.
     public var upstreamAvailable: Bool
 
     public init(upstreamVia: SIPViaAddress, ownAddresses: [SIPViaAddress], ownHosts: [String], branchKey: UInt64,
-                upstreamHost: IPAddress, upstreamPort: UInt16, upstreamAvailable: Bool) {
+                upstreamHost: IPAddress, upstreamPort: UInt16, upstreamAvailable: Bool, callerFromKey: SIPCallerFromKey) {
+        self.callerFromKey = callerFromKey
         self.upstreamVia = upstreamVia
         self.ownAddresses = ownAddresses
         self.ownHosts = ownHosts

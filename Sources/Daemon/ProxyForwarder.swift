@@ -44,6 +44,9 @@ final class ProxyForwarder {
     /// A TCP connect that neither succeeds nor fails (a host that drops packets) is given up
     /// after this long.
     static let connectTimeout = 3.0
+    /// One key per daemon, for every worker (CallerFrom.swift); a `static let` is set once,
+    /// safely, by whichever worker first needs it.
+    static let callerFromKey = SIPCallerFromKey.random()
     /// UDP: the 503s owed to callers of INVITEs sent in the last moments. An ICMP port
     /// unreachable names no datagram, so all of those count as lost when one arrives.
     private var recentFallbacks: [(bytes: [UInt8], reply: Reply, sent: Double)] = []
@@ -94,7 +97,7 @@ final class ProxyForwarder {
         var hosts = Array(Set(listen.map { $0.host.description } + [localIP.description]))
         hosts.sort()
         context = ProxyContext(upstreamVia: via, ownAddresses: own, ownHosts: hosts, branchKey: branchKey,
-                               upstreamHost: upstream.host, upstreamPort: upstream.port, upstreamAvailable: true)
+                               upstreamHost: upstream.host, upstreamPort: upstream.port, upstreamAvailable: true, callerFromKey: ProxyForwarder.callerFromKey)
         ProxyHub.shared.join(worker: worker, inbox: inbox)
         Poll.add(epfd, inbox.fd, Poll.readable)
     }

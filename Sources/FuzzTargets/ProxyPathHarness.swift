@@ -53,7 +53,7 @@ public final class ProxyPathHarness {
         var own = config.listen.map { SIPViaAddress(transport: $0.transport == .udp ? "UDP" : "TCP", host: $0.host.description, port: $0.port) }
         own.append(via)
         context = ProxyContext(upstreamVia: via, ownAddresses: own, ownHosts: Array(Set(own.map(\.host))).sorted(), branchKey: branchKey,
-                               upstreamHost: upstream.host, upstreamPort: upstream.port, upstreamAvailable: upstreamAvailable)
+                               upstreamHost: upstream.host, upstreamPort: upstream.port, upstreamAvailable: upstreamAvailable, callerFromKey: SIPCallerFromKey(0x1234_5678, 0x9abc_def0))
     }
 
     deinit {

@@ -38,7 +38,11 @@ extension SIPParser {
     /// number and next Via branch), removes it and writes the rest unchanged (header lines
     /// copied, line ends normalised to CRLF, body byte for byte) into `out`. The next hop is
     /// the next Via's `received`/`rport`, which lookupd wrote from the request's real source.
+    /// With `callerFromKey`, the caller's own From carried in our Via (`label-to-caller = no`)
+    /// replaces the relabelled one the upstream copied; a carried From that does not verify
+    /// makes the response not ours.
     public func relayResponse(_ bytes: UnsafeRawBufferPointer, ours: [SIPViaAddress], branchKey: UInt64,
+                              callerFromKey: SIPCallerFromKey? = nil,
                               into out: UnsafeMutableRawBufferPointer) -> SIPResponseRelay {
         let s = store
         s.reset()
@@ -131,6 +135,14 @@ extension SIPParser {
               let fromTag = SIPNameAddress.read(from, arena: &s.arena)?.tag else { return .malformed }
         let tag = hex32(responseTag(key: branchKey, callID: callID, fromTag: fromTag, cseq: cseqNumber, clientBranch: next.branch ?? .empty))
         guard branch.count == proxyBranchLength, tag.utf8.elementsEqual(branch.bytes[(proxyBranchLength - 8)...]) else { return .notOurs }
+        var callerFrom: SIPText? = nil
+        if let callerFromKey {
+            switch carriedFrom(topVia, branch: branch, key: callerFromKey, arena: &s.arena) {
+            case .absent: break
+            case .lines(let lines): callerFrom = lines
+            case .forged: return .notOurs
+            }
+        }
         // Only where the request really came from: lookupd wrote both on every request it
         // forwarded, and never routes by an address the caller wrote.
         guard let received = next.received, isIPAddressText(received.string),
@@ -145,6 +157,11 @@ extension SIPParser {
         forEachHeader(in: headers, from: firstLF + 1) { name, lines, folded in
             let kind = HeaderKind(name: name)
             if kind == .contentLength { sawContentLength = true }
+            if kind == .from, let callerFrom {
+                w.appendHeaderLines(callerFrom, folded: callerFrom.contains(ASCII.lf))
+                w.append("\r\n")
+                return
+            }
             if kind == .via {
                 viaHeadersSeen += 1
                 // Empty Via lines before ours say nothing: not passed on.

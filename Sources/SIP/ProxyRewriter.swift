@@ -59,6 +59,10 @@ public struct SIPForwarding {
     public var labelInAssertedIdentity: Bool
     /// `"` and `\` in the names written as `'` and `/` instead of escaped (`label-escapes`).
     public var plainQuotedStrings = false
+    /// `label-to-caller = no`: the From is relabelled for the PBX only; its original lines
+    /// travel in lookupd's Via (CallerFrom.swift) and `relayResponse` puts them back in every
+    /// response. nil (`yes`): responses keep the From the PBX copied.
+    public var callerFromKey: SIPCallerFromKey?
 
     public init(via: SIPViaAddress, branchKey: UInt64, source: SIPSourceAddress,
                 ownAddresses: [SIPViaAddress] = [], label: SIPLabel? = nil, displayName: [SIPDisplayNamePart] = [.label],
@@ -83,6 +87,9 @@ public struct SIPForwardResult: Sendable, Hashable {
     public var branch: String
     /// Set when a label was given but could not be written (the request went on without it).
     public var labelRefusal: SIPLabelRefusal?
+    /// The From was left as it was although it had a label: its lines were too long to carry
+    /// back to the caller (`maxCarriedFromBytes`); the label went in the label header only.
+    public var fromKept = false
 }
 
 /// Prefix of every branch lookupd writes (RFC 3261 magic cookie first). Probes add `p`.
@@ -221,6 +228,19 @@ extension SIPRequest {
         w.append("\r\n")
 
         let branch = forwardBranch(key: f.branchKey)
+        // The From lines to carry in our Via (label-to-caller = no), found before the Via is
+        // written; a From too long to carry is not relabelled at all.
+        var carried: SIPText? = nil
+        var fromKept = false
+        if displayName != nil, f.callerFromKey != nil, let from = s.from.value, canRename(from) {
+            forEachHeader(in: raw, from: firstLF + 1) { name, lines, _ in
+                if carried == nil, HeaderKind(name: name) == .from { carried = trimLineEnds(lines) }
+            }
+            if let c = carried, c.count > maxCarriedFromBytes {
+                carried = nil
+                fromKept = true
+            }
+        }
         var wroteVia = false, sawMaxForwards = false, sawContentLength = false, sawRoute = false
         forEachHeader(in: raw, from: firstLF + 1) { name, lines, folded in
             let kind = HeaderKind(name: name)
@@ -247,6 +267,7 @@ extension SIPRequest {
                 w.appendDecimal(Int(f.via.port))
                 w.append(";branch=")
                 w.appendString(branch)
+                if let carried, let key = f.callerFromKey { w.appendCallerFrom(carried, branch: branch, key: key) }
                 w.append("\r\nVia: ")
                 var first = true
                 forEachItem(items, separators: ASCII.comma, ASCII.comma) { item in
@@ -267,7 +288,7 @@ extension SIPRequest {
             case .contentLength:
                 sawContentLength = true
                 copy()
-            case .from where displayName != nil:
+            case .from where displayName != nil && !fromKept:
                 let from = value()
                 guard canRename(from) else { return copy() }
                 w.append("From: ")
@@ -314,7 +335,7 @@ extension SIPRequest {
         w.append("\r\n")
         w.append(s.raw + s.bodyStart, s.bodyLength)
         guard !w.overflowed else { throw .bufferTooSmall }
-        return SIPForwardResult(byteCount: w.count, branch: branch, labelRefusal: labelRefusal)
+        return SIPForwardResult(byteCount: w.count, branch: branch, labelRefusal: labelRefusal, fromKept: fromKept)
     }
 
     /// The top Via value with `received` and `rport` set from the socket peer, always, replacing

@@ -61,7 +61,7 @@ final class AnsweringFixture {
             let via = SIPViaAddress(transport: "UDP", host: "192.0.2.1", port: 5070)
             self.proxy = ProxyContext(upstreamVia: via, ownAddresses: [SIPViaAddress(transport: "UDP", host: "192.0.2.1", port: 5060), via],
                                       ownHosts: ["192.0.2.1"], branchKey: 7, upstreamHost: IPAddress("192.0.2.20")!,
-                                      upstreamPort: 5060, upstreamAvailable: true)
+                                      upstreamPort: 5060, upstreamAvailable: true, callerFromKey: SIPCallerFromKey(0x1234_5678, 0x9abc_def0))
         }
     }
 

@@ -5,8 +5,11 @@ import XCTest
 /// sipp PBX. The PBX scenario checks what it receives (the label in the From display name and
 /// in X-Caller-Label, lookupd's Via on top of the trunk's with received/rport, Max-Forwards
 /// decremented, an odd-case header and the SDP body unchanged, a forged label removed); the
-/// trunk checks the final answer, and every answered call completes with ACK, BYE and 200.
+/// trunk checks the final answer and that every response it gets carries the From it sent,
+/// byte for byte (issue 17: with the default `label-to-caller = no` the label is the PBX's
+/// only), and every answered call completes with ACK, BYE and 200.
 final class ProxyModeTests: IntegrationTestCase {
+    override class var rejectionsCarryLabel: Bool { false }
     static let labelFormat = "label-format = [{label}] {name}"
 
     /// The calls both sides expect, in order. A blocked caller never reaches the PBX.
