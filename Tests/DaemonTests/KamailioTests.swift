@@ -12,11 +12,11 @@ final class KamailioTests: IntegrationTestCase {
         let lookupdPort = freeLoopbackPort()
         try startNode("redirect", port: lookupdPort, extra: [])
         let calls: [(trunk: String, pbx: String?)] = [
-            ("\(Caller.unicom);Trunk Caller;200", #""China Unicom Customer Service"|"China Unicom Customer Service""#),
-            ("\(Caller.fraud);Trunk Caller;603", nil),
-            ("\(Caller.cafe);Trunk Caller;200", #""Zoë's \"Café\" \\ Bar"|"Zoë's \"Café\" \\ Bar""#),
-            ("\(Caller.mum);Trunk Caller;200", #""Mum"|"Mum""#),
-            ("\(Caller.unknown);Trunk Caller;200", #""Trunk Caller"|-"#),
+            ("\(Caller.unicom);Trunk Caller;200;any", #""China Unicom Customer Service"|"China Unicom Customer Service""#),
+            ("\(Caller.fraud);Trunk Caller;603;any", nil),
+            ("\(Caller.cafe);Trunk Caller;200;any", #""Zoë's \"Café\" \\ Bar"|"Zoë's \"Café\" \\ Bar""#),
+            ("\(Caller.mum);Trunk Caller;200;any", #""Mum"|"Mum""#),
+            ("\(Caller.unknown);Trunk Caller;200;any", #""Trunk Caller"|-"#),
         ]
         let pbxLines = calls.compactMap(\.pbx)
         let pbx = try startPBX("kamailio-uas.xml", transport: .udp, expect: pbxLines + pbxLines)
@@ -25,6 +25,8 @@ final class KamailioTests: IntegrationTestCase {
             "LISTEN=udp:127.0.0.1:\(port)", "LISTEN_TCP=tcp:127.0.0.1:\(port)",
             "LOOKUPD=\"sip:127.0.0.1:\(lookupdPort)\"", "PBX=\"sip:127.0.0.1:\(pbx.port)\"",
         ])
+        // Kamailio relabels the From itself (uac_replace_from without restore): the trunk's
+        // own From in responses is not checked here (ProxyModeTests checks it for lookupd's).
         for trunk in [SippTransport.udp, .tcp] {
             let result = try runTrunk("proxy-uac.xml", port: port, transport: trunk, lines: calls.map(\.trunk))
             XCTAssertEqual(result.status, 0, "trunk over \(trunk.name): \(result.report)\n\(pbx.report)")

@@ -14,14 +14,14 @@ final class ProxyModeTests: IntegrationTestCase {
 
     /// The calls both sides expect, in order. A blocked caller never reaches the PBX.
     static let calls: [(trunk: String, pbx: String?)] = [
-        ("\(Caller.unicom);Trunk Caller;200", #""[China Unicom Customer Service] Trunk Caller"|"China Unicom Customer Service""#),
-        ("\(Caller.fraud);Trunk Caller;603", nil),
+        ("\(Caller.unicom);Trunk Caller;200;own", #""[China Unicom Customer Service] Trunk Caller"|"China Unicom Customer Service""#),
+        ("\(Caller.fraud);Trunk Caller;603;own", nil),
         // A contact: the contact's name, although a directory blocks the number.
-        ("\(Caller.mum);Trunk Caller;200", #""[Mum] Trunk Caller"|"Mum""#),
+        ("\(Caller.mum);Trunk Caller;200;own", #""[Mum] Trunk Caller"|"Mum""#),
         // Unknown: forwarded untouched but for lookupd's own headers (no label at all).
-        ("\(Caller.unknown);Trunk Caller;200", #""Trunk Caller"|-"#),
+        ("\(Caller.unknown);Trunk Caller;200;own", #""Trunk Caller"|-"#),
         // Quotes, a backslash and UTF-8 in the label: escaped in both headers.
-        ("\(Caller.cafe);Trunk Caller;200", #""[Zoë's \"Café\" \\ Bar] Trunk Caller"|"Zoë's \"Café\" \\ Bar""#),
+        ("\(Caller.cafe);Trunk Caller;200;own", #""[Zoë's \"Café\" \\ Bar] Trunk Caller"|"Zoë's \"Café\" \\ Bar""#),
     ]
 
     func testCallsThroughTheProxyOverUDPAndTCP() throws {
@@ -107,7 +107,7 @@ final class ProxyModeTests: IntegrationTestCase {
             let port = freeLoopbackPort()
             let node = try startNode("dead-\(upstream)", port: port, extra: ["mode = proxy", "upstream = 127.0.0.1:\(dead);transport=\(upstream)"])
             for trunk in [SippTransport.udp, .tcp] {
-                let lines = ["\(Caller.unicom);Trunk Caller;503", "\(Caller.fraud);Trunk Caller;603", "\(Caller.unknown);Trunk Caller;503"]
+                let lines = ["\(Caller.unicom);Trunk Caller;503;own", "\(Caller.fraud);Trunk Caller;603;own", "\(Caller.unknown);Trunk Caller;503;own"]
                 let started = monotonicSeconds()
                 let result = try runTrunk("proxy-uac.xml", port: port, transport: trunk, lines: lines)
                 XCTAssertEqual(result.status, 0, "upstream \(upstream) down, trunk over \(trunk.name): \(result.report)")
