@@ -16,8 +16,10 @@ public final class AnswerPolicy: Sendable {
     let allowFrom: [CIDR]?
     /// `refuse-action = drop`: a source outside allow-from gets nothing at all.
     public let dropsRefused: Bool
-    /// `trust-asserted-identity-from`: peers whose P-Asserted-Identity is the caller.
+    /// `trust-asserted-identity-from`: peers whose asserted identity is the caller.
     let trustedPeers: [CIDR]
+    /// `identity-order`: the headers a trusted peer's caller is read from, first present first.
+    let identityOrder: [IdentityHeader]
     /// Per directory, in priority order: the answer to a number it blocks.
     let blockAnswers: [LocalAnswer]
     /// `block-response`: blocks by a policy, or by a directory without its own.
@@ -52,6 +54,7 @@ public final class AnswerPolicy: Sendable {
         allowFrom = config.allowFrom
         dropsRefused = config.refusalAction == .drop
         trustedPeers = config.trustAssertedIdentityFrom
+        identityOrder = config.identityOrder
         let treatment = config.treatment
         defaultBlock = LocalAnswer(block: config.blockResponse, treatment: treatment)
         blockAnswers = config.directories.map { LocalAnswer(block: $0.blockResponse ?? config.blockResponse, treatment: treatment) }
@@ -126,9 +129,13 @@ final class LocalAnswer: Sendable {
     let isRejection: Bool
     /// 603+: a `Reason` whose text ends with the decision's id, written around it.
     let reasonAroundID: (prefix: String, suffix: String)?
+    /// `redress-q850 = yes`: the prefix of its Q.850 twin (same text, id and location).
+    let q850Prefix: String?
 
     init(statusCode: Int, reasonPhrase: String, contact: SIPContact? = nil, assertsIdentity: Bool = false,
-         headers: [SIPHeaderField] = [], isRejection: Bool = false, reasonAroundID: (prefix: String, suffix: String)? = nil) {
+         headers: [SIPHeaderField] = [], isRejection: Bool = false, reasonAroundID: (prefix: String, suffix: String)? = nil,
+         q850Prefix: String? = nil) {
+        self.q850Prefix = q850Prefix
         self.statusCode = statusCode
         self.reasonPhrase = reasonPhrase
         self.contact = contact
@@ -141,7 +148,9 @@ final class LocalAnswer: Sendable {
     /// The headers of one answer: the fixed ones, then the 603+ Reason with `id`.
     func headers(id: String?) -> [SIPHeaderField] {
         guard let reasonAroundID, let id else { return headers }
-        return headers + [SIPHeaderField("Reason", reasonAroundID.prefix + id + reasonAroundID.suffix)]
+        var all = headers + [SIPHeaderField("Reason", reasonAroundID.prefix + id + reasonAroundID.suffix)]
+        if let q850Prefix { all.append(SIPHeaderField("Reason", q850Prefix + id + reasonAroundID.suffix)) }
+        return all
     }
 
     /// 200 with `Allow` and `Accept: application/sdp` (dispatcher and qualify probes accept only 200).
@@ -155,10 +164,13 @@ final class LocalAnswer: Sendable {
     /// `SIP;cause=603;text="v=analytics1;url=...;tel=...;email=...;id=ID";location=RLN`,
     /// only the configured contacts, in that order. The values were checked by `RedressRules`
     /// when the configuration was read (none holds `"`, `\` or `;`), so the quoted text needs
-    /// no escapes.
+    /// no escapes. With `redress-q850`, the Q.850 twin follows (RFC 3326, RFC 6432): cause 21,
+    /// Call Rejected, the ISUP cause a 603 maps to, with the same text and location (RFC 8606),
+    /// so a gateway toward ISUP that reads only Q.850 passes the redress contacts on.
     convenience init(block: BlockResponse, treatment: TreatmentConfig) {
         var headers: [SIPHeaderField] = []
         var reason: (prefix: String, suffix: String)? = nil
+        var q850: String? = nil
         switch block {
         case .rejected:
             if let url = treatment.jcardURL { headers.append(SIPHeaderField("Call-Info", "<\(url)>;purpose=jwscard")) }
@@ -169,6 +181,7 @@ final class LocalAnswer: Sendable {
                 if let tel = redress.tel { text += ";tel=" + tel }
                 if let email = redress.email { text += ";email=" + email }
                 reason = ("SIP;cause=603;text=\"" + text + ";id=", "\";location=" + redress.location.rawValue)
+                if treatment.redressQ850 { q850 = "Q.850;cause=21;text=\"" + text + ";id=" }
             } else {
                 // Only a configuration built in code gets here: lookupd.conf refuses 603+
                 // without redress.
@@ -178,6 +191,6 @@ final class LocalAnswer: Sendable {
             break
         }
         self.init(statusCode: block.code, reasonPhrase: block.reasonPhrase, headers: headers, isRejection: true,
-                  reasonAroundID: reason)
+                  reasonAroundID: reason, q850Prefix: q850)
     }
 }

@@ -7,13 +7,23 @@ import SIP
 /// Who is calling, the call context screening needs beyond the caller, and the counters and
 /// decision-log line of a screened call. The same in redirect and proxy mode.
 extension Answerer {
-    /// P-Asserted-Identity from a trusted peer (a tel: value first, it carries the number
-    /// plainly), otherwise From.
+    /// From a trusted peer, the first of `identity-order` the request carries:
+    /// P-Asserted-Identity or P-Preferred-Identity (a tel: value first, it carries the number
+    /// plainly), the Remote-Party-ID of the calling party, else From. Otherwise From.
     func callerIdentity(_ request: SIPRequest, policy: AnswerPolicy, source: IPAddress) -> SIPIdentityURI {
         guard !policy.trustedPeers.isEmpty, policy.trusts(source) else { return .from }
-        let asserted = request.assertedIdentities
-        if let tel = asserted.indices.first(where: { asserted[$0].uri.scheme == .tel }) { return .assertedIdentity(tel) }
-        return asserted.isEmpty ? .from : .assertedIdentity(asserted.startIndex)
+        func telFirst(_ list: [SIPNameAddress]) -> Int? {
+            list.firstIndex { $0.uri.scheme == .tel } ?? (list.isEmpty ? nil : 0)
+        }
+        for header in policy.identityOrder {
+            switch header {
+            case .pai: if let i = telFirst(Array(request.assertedIdentities)) { return .assertedIdentity(i) }
+            case .rpid: if let i = request.callingPartyIDIndex { return .remotePartyID(i) }
+            case .ppi: if let i = telFirst(request.preferredIdentities) { return .preferredIdentity(i) }
+            case .from: return .from
+            }
+        }
+        return .from
     }
 
     /// The verdict for an initial INVITE from `identity`, counted (verdict, its source, the
@@ -25,7 +35,7 @@ extension Answerer {
         let screening = set.screening
         let context = CallContext(callee: request.requestURI.user?.bytes ?? UnsafeRawBufferPointer(start: nil, count: 0),
                                   verstat: Verstat(caller.verstat),
-                                  privacy: request.privacy.contains(.id),
+                                  privacy: request.privacy.contains(.id) || request.remotePartyIDWithheld,
                                   time: screening.usesTime ? set.policy.zone.localTime(utc: now.seconds) : nil)
         let decision = screening.decide(caller: caller, context: context)
         counters.add(Counter.verdict(decision.verdict))

@@ -156,8 +156,12 @@ public enum ConfigParser {
         .choice("refuse-action", \.config.refusalAction,
                 summary: "What a source outside allow-from gets: 403 Forbidden (default) or silence."),
         ConfigKey(name: "trust-asserted-identity-from", syntax: "CIDR[, CIDR...]", repeatable: true,
-                  summary: "Peers whose P-Asserted-Identity is taken as the caller instead of From.") { s, v throws(ValueError) in
+                  summary: "Peers whose asserted identity (P-Asserted-Identity, Remote-Party-ID, P-Preferred-Identity, in identity-order) is taken as the caller instead of From.") { s, v throws(ValueError) in
             s.config.trustAssertedIdentityFrom += try parseCIDRs(v)
+        },
+        ConfigKey(name: "identity-order", syntax: "pai,rpid,ppi,from", repeatable: false,
+                  summary: "For a peer in trust-asserted-identity-from: the identity headers the caller is read from, first present first (default pai,rpid,ppi,from; from last).") { s, v throws(ValueError) in
+            s.config.identityOrder = try parseIdentityOrder(v)
         },
         .choice("block-response", \.config.blockResponse,
                 summary: "Final response for blocked callers (default 603); a directory's own block-response= wins."),

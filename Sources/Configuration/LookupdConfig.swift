@@ -148,6 +148,8 @@ public struct LookupdConfig: Sendable {
     public var allowFromAny = false
     public var refusalAction: RefusalAction = .reject
     public var trustAssertedIdentityFrom: [CIDR] = []
+    /// `identity-order`: which identity header a trusted peer's request is read from first.
+    public var identityOrder: [IdentityHeader] = IdentityHeader.allCases
     public var blockResponse: BlockResponse = .decline
     public var unknownResponse: UnknownResponse = .redirect
     public var labelHeader: String = "X-Caller-Label"
@@ -184,4 +186,16 @@ public struct LookupdConfig: Sendable {
     }
 
     public init() {}
+}
+
+/// An identity header a trusted peer may name the caller in (`identity-order`, docs/SIP.md
+/// *Who is calling*).
+public enum IdentityHeader: String, CaseIterable, Sendable {
+    /// P-Asserted-Identity (RFC 3325 §9.1).
+    case pai
+    /// Remote-Party-ID with `party=calling` (draft-ietf-sip-privacy-04, still sent by PBXs).
+    case rpid
+    /// P-Preferred-Identity (RFC 3325 §9.2).
+    case ppi
+    case from
 }

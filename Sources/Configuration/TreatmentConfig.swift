@@ -42,6 +42,8 @@ public struct TreatmentConfig: Sendable {
     /// `label-to-caller`: whether lookupd's own rejections carry the label. Off by default: a
     /// rejection ends up with the caller, who would learn how he is labelled.
     public var labelToCaller = false
+    /// `redress-q850`: a 603+ answer also carries `Reason: Q.850;cause=21` (Call Rejected).
+    public var redressQ850 = false
 
     public init() {}
 }

@@ -14,9 +14,28 @@ extension ConfigParser {
             if let problem = RedressRules.urlProblem(v) { throw ValueError(problem) }
             s.config.treatment.jcardURL = v
         },
+        .flag("redress-q850", \.config.treatment.redressQ850,
+              summary: "Whether 603+ answers also carry the Q.850 twin of their Reason, Reason: Q.850;cause=21;text=\"Call Rejected\" (ATIS-1000099, RFC 3326) (default no)."),
         .flag("label-to-caller", \.config.treatment.labelToCaller,
               summary: "Whether the answers lookupd rejects calls with carry the label (default no: a rejection reaches the caller, who would learn how he is labelled; yes when lookupd's client is a PBX that reads it)."),
     ]
+
+    /// `identity-order = pai,rpid,ppi,from`: known names, each once, `from` last (the caller
+    /// of a request without any of the others; a name after it would never be read).
+    static func parseIdentityOrder(_ value: String) throws(ValueError) -> [IdentityHeader] {
+        var order: [IdentityHeader] = []
+        for item in value.split(whereSeparator: { $0 == "," || $0 == " " || $0 == "\t" }) {
+            let name = String(item)
+            guard let header = IdentityHeader(rawValue: name) else {
+                throw ValueError("unknown identity header '\(name)' (expected \(alternatives(IdentityHeader.self)))")
+            }
+            guard !order.contains(header) else { throw ValueError("'\(name)' given twice") }
+            order.append(header)
+        }
+        guard !order.isEmpty else { throw ValueError("expected identity headers in order, e.g. pai,rpid,ppi,from") }
+        guard order.last == .from else { throw ValueError("from must come last (the caller of a request without the others)") }
+        return order
+    }
 
     static func parseRedress(_ value: String) throws(ValueError) -> Redress {
         var url: String?, tel: String?, email: String?, location: Redress.Location?

@@ -55,10 +55,7 @@ extension SIPRequest {
     /// The caller identity of an initial INVITE: the From URI or one of the asserted
     /// identities. Valid until the parser's next `parse`.
     public func callerIdentity(_ which: SIPIdentityURI) -> CallerIdentity {
-        var address = from
-        if case .assertedIdentity(let i) = which, i >= 0, i < store.assertedIdentities.count {
-            address = store.assertedIdentities[i]
-        }
+        let address = (isComplete ? store.identityAddress(which) : nil) ?? from
         return address.uri.callerIdentity(displayName: address.displayName, arena: &store.arena)
     }
 }

@@ -3,7 +3,7 @@ import CSIPLexer
 /// Headers lookupd's own scanner keeps track of.
 enum HeaderKind {
     case via, from, to, callID, cseq, maxForwards, contentLength, contentType
-    case require, proxyRequire, privacy, pAssertedIdentity, other
+    case require, proxyRequire, privacy, pAssertedIdentity, remotePartyID, pPreferredIdentity, other
 
     /// As `init(name:)` for a name already known to be a token, which allows a cheaper
     /// comparison: for a token byte `b` and a literal of lowercase letters and '-',
@@ -45,7 +45,9 @@ enum HeaderKind {
             else { self = .other }
         case 13: self = first == UInt8(ascii: "p") && equals("proxy-require") ? .proxyRequire : .other
         case 14: self = first == UInt8(ascii: "c") && equals("content-length") ? .contentLength : .other
+        case 15: self = first == UInt8(ascii: "r") && equals("remote-party-id") ? .remotePartyID : .other
         case 19: self = first == UInt8(ascii: "p") && equals("p-asserted-identity") ? .pAssertedIdentity : .other
+        case 20: self = first == UInt8(ascii: "p") && equals("p-preferred-identity") ? .pPreferredIdentity : .other
         default: self = .other
         }
     }
@@ -74,7 +76,9 @@ enum HeaderKind {
         case 12 where name.equalsLiteral("content-type"): self = .contentType
         case 13 where name.equalsLiteral("proxy-require"): self = .proxyRequire
         case 14 where name.equalsLiteral("content-length"): self = .contentLength
+        case 15 where name.equalsLiteral("remote-party-id"): self = .remotePartyID
         case 19 where name.equalsLiteral("p-asserted-identity"): self = .pAssertedIdentity
+        case 20 where name.equalsLiteral("p-preferred-identity"): self = .pPreferredIdentity
         default: self = .other
         }
     }
@@ -142,6 +146,8 @@ final class MessageStore {
     @exclusivity(unchecked) var proxyRequireValues: [SIPText] = []
     @exclusivity(unchecked) var privacyValues: [SIPText] = []
     @exclusivity(unchecked) var assertedIdentityValues: [SIPText] = []
+    @exclusivity(unchecked) var remotePartyIDValues: [SIPText] = []
+    @exclusivity(unchecked) var preferredIdentityValues: [SIPText] = []
 
     // Filled once the packet is known to be a well-formed request.
     @exclusivity(unchecked) var requestURI = SIPURI()
@@ -153,6 +159,8 @@ final class MessageStore {
     @exclusivity(unchecked) var maxForwardsValue: Int?
     @exclusivity(unchecked) var privacy: SIPPrivacy = []
     @exclusivity(unchecked) var assertedIdentities: [SIPNameAddress] = []
+    @exclusivity(unchecked) var remotePartyIDs: [SIPNameAddress] = []
+    @exclusivity(unchecked) var preferredIdentities: [SIPNameAddress] = []
     @exclusivity(unchecked) var invalidAssertedIdentityCount = 0
     @exclusivity(unchecked) var bodyStart = 0
     @exclusivity(unchecked) var bodyLength = 0
@@ -213,8 +221,24 @@ final class MessageStore {
         maxForwardsValue = nil
         privacy = []
         if !assertedIdentities.isEmpty { assertedIdentities.removeAll(keepingCapacity: true) }
+        if !remotePartyIDValues.isEmpty { remotePartyIDValues.removeAll(keepingCapacity: true) }
+        if !preferredIdentityValues.isEmpty { preferredIdentityValues.removeAll(keepingCapacity: true) }
+        if !remotePartyIDs.isEmpty { remotePartyIDs.removeAll(keepingCapacity: true) }
+        if !preferredIdentities.isEmpty { preferredIdentities.removeAll(keepingCapacity: true) }
         invalidAssertedIdentityCount = 0
         bodyStart = 0
         bodyLength = 0
+    }
+
+    /// The name-addr an identity names: From, or one of the identity headers read.
+    func identityAddress(_ which: SIPIdentityURI) -> SIPNameAddress? {
+        func pick(_ list: [SIPNameAddress], _ i: Int) -> SIPNameAddress? { i >= 0 && i < list.count ? list[i] : nil }
+        switch which {
+        case .from: return fromAddress
+        case .assertedIdentity(let i): return pick(assertedIdentities, i)
+        case .remotePartyID(let i): return pick(remotePartyIDs, i)
+        case .preferredIdentity(let i): return pick(preferredIdentities, i)
+        case .uri: return nil
+        }
     }
 }

@@ -35,6 +35,10 @@ public enum SIPIdentityURI: Sendable, Hashable {
     case from
     /// The request's n-th valid P-Asserted-Identity URI.
     case assertedIdentity(Int)
+    /// The request's n-th valid Remote-Party-ID (draft-ietf-sip-privacy-04, as PBXs still send it).
+    case remotePartyID(Int)
+    /// The request's n-th valid P-Preferred-Identity (RFC 3325 §9.2).
+    case preferredIdentity(Int)
     case uri(String)
 }
 
@@ -230,10 +234,8 @@ extension SIPRequest {
         switch response.identity {
         case nil:
             break
-        case .from:
-            if s.state == .request { identityText = s.fromAddress.uri.text }
-        case .assertedIdentity(let n):
-            if s.state == .request, n >= 0, n < s.assertedIdentities.count { identityText = s.assertedIdentities[n].uri.text }
+        case .from, .assertedIdentity, .remotePartyID, .preferredIdentity:
+            if s.state == .request { identityText = s.identityAddress(response.identity!)?.uri.text }
         case .uri(let text):
             identityString = text
         }

@@ -155,7 +155,9 @@ public final class SIPParser {
         s.toAddress = toAddress
         s.topVia = topVia
 
-        readAssertedIdentities()
+        s.invalidAssertedIdentityCount = readIdentities(s.assertedIdentityValues, into: &s.assertedIdentities)
+        if !s.remotePartyIDValues.isEmpty { _ = readIdentities(s.remotePartyIDValues, into: &s.remotePartyIDs) }
+        if !s.preferredIdentityValues.isEmpty { _ = readIdentities(s.preferredIdentityValues, into: &s.preferredIdentities) }
         for value in s.privacyValues {
             forEachItem(value, separators: ASCII.semicolon, ASCII.comma) { s.privacy.insert(SIPPrivacy(token: $0)) }
         }
@@ -212,6 +214,8 @@ public final class SIPParser {
             case .proxyRequire: s.proxyRequireValues.append(value)
             case .privacy: s.privacyValues.append(value)
             case .pAssertedIdentity: s.assertedIdentityValues.append(value)
+            case .remotePartyID: s.remotePartyIDValues.append(value)
+            case .pPreferredIdentity: s.preferredIdentityValues.append(value)
             case .other: break
             }
         }
@@ -298,9 +302,13 @@ public final class SIPParser {
 
     // MARK: - Values
 
-    private func readAssertedIdentities() {
+    /// The name-addr values of identity headers (P-Asserted-Identity, Remote-Party-ID,
+    /// P-Preferred-Identity) across their fields, at most `maxAssertedIdentities`; returns how
+    /// many were present but unreadable.
+    private func readIdentities(_ values: [SIPText], into list: inout [SIPNameAddress]) -> Int {
         let s = store
-        for value in s.assertedIdentityValues {
+        var invalid = 0
+        for value in values {
             var start = 0
             while start < value.count {
                 let end = nextSeparator(in: value, from: start, separator: ASCII.comma, respectAngles: true)
@@ -310,14 +318,15 @@ public final class SIPParser {
                 // An identity osip cannot parse is ignored, not fatal: PAI is advisory and a
                 // broken one must not cost the caller their call.
                 let ok = isPlainNameAddress(item) || osipAccepts(item, OsipBridge.acceptsNameAddress)
-                if ok, s.assertedIdentities.count < MessageStore.maxAssertedIdentities,
+                if ok, list.count < MessageStore.maxAssertedIdentities,
                    let address = SIPNameAddress.read(item, arena: &s.arena) {
-                    s.assertedIdentities.append(address)
+                    list.append(address)
                 } else {
-                    s.invalidAssertedIdentityCount += 1
+                    invalid += 1
                 }
             }
         }
+        return invalid
     }
 
     private func osipAccepts(_ text: SIPText, _ check: (UnsafePointer<CChar>) -> Bool) -> Bool {

@@ -27,6 +27,28 @@ public struct SIPRequest {
     /// Valid P-Asserted-Identity values in order, across all PAI header fields and comma-separated
     /// values (RFC 3325 allows one sip:/sips: plus one tel:). At most 8 are kept.
     public var assertedIdentities: SIPAssertedIdentities { SIPAssertedIdentities(store: store) }
+    /// Valid Remote-Party-ID values in order (at most 8), every party.
+    public var remotePartyIDs: [SIPNameAddress] { isComplete ? store.remotePartyIDs : [] }
+    /// Valid P-Preferred-Identity values in order (at most 8).
+    public var preferredIdentities: [SIPNameAddress] { isComplete ? store.preferredIdentities : [] }
+
+    /// The first Remote-Party-ID of the calling party: `party=calling`, or no `party` (the
+    /// draft's default); `party=called` names the callee.
+    public var callingPartyIDIndex: Int? {
+        guard isComplete else { return nil }
+        return store.remotePartyIDs.firstIndex { $0.parameters.value("party").map { $0.equalsIgnoringCase("calling") } ?? true }
+    }
+
+    /// The calling party's Remote-Party-ID asks that its number be withheld (`privacy=full` or
+    /// `privacy=uri`): treated as `Privacy: id`. `privacy=name` hides the name only.
+    public var remotePartyIDWithheld: Bool {
+        guard let i = callingPartyIDIndex else { return false }
+        for p in store.remotePartyIDs[i].parameters where p.name.equalsIgnoringCase("privacy") {
+            if let v = p.value, v.equalsIgnoringCase("full") || v.equalsIgnoringCase("uri") { return true }
+        }
+        return false
+    }
+
     /// PAI values that were present but unparsable (ignored rather than fatal).
     public var invalidAssertedIdentityCount: Int { store.invalidAssertedIdentityCount }
 

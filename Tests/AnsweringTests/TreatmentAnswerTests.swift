@@ -34,6 +34,23 @@ final class TreatmentAnswerTests: XCTestCase {
         }
     }
 
+    /// `redress-q850 = yes`: the Q.850 twin after the SIP Reason, same text, id and location.
+    func testQ850TwinOf603Plus() throws {
+        let f = try AnsweringFixture(["block-response = 603+", "redress = url=https://redress.example.net/r tel=+18005550100 location=RLN",
+                                      "redress-q850 = yes"])
+        let r = f.send(Requests.invite(from: "+8613800138000"))
+        XCTAssertEqual(r.status, "SIP/2.0 603 Network Blocked")
+        let reasons = r.header("Reason")
+        XCTAssertEqual(reasons.count, 2, r.text)
+        let id = try XCTUnwrap(ATISReason.id(reasons[0]), reasons[0])
+        XCTAssertEqual(ATISReason.q850ID(reasons[1]), id, reasons[1])
+        XCTAssertEqual(reasons[1], "Q.850;cause=21;text=\"v=analytics1;url=https://redress.example.net/r;tel=+18005550100;id=\(id)\";location=RLN")
+        // Only 603+ has it: a 607 block does not, nor 603+ without the key.
+        XCTAssertEqual(f.send(Requests.invite(from: "+8613000000001")).header("Reason"), [])
+        let plain = try AnsweringFixture(["block-response = 603+", "redress = tel=+18005550100 location=RLN"])
+        XCTAssertEqual(plain.send(Requests.invite(from: "+8613800138000")).header("Reason").count, 1)
+    }
+
     func testDecisionIDsFollowTheTransactionNotTheClock() throws {
         let f = try AnsweringFixture(["block-response = 603+", "redress = tel=+18005550100 location=RLN"])
         func id(_ bytes: [UInt8], port: UInt16 = 5060) throws -> String {
