@@ -15,7 +15,7 @@ extension ConfigParser {
             s.config.treatment.jcardURL = v
         },
         .flag("redress-q850", \.config.treatment.redressQ850,
-              summary: "Whether 603+ answers also carry the Q.850 twin of their Reason, Reason: Q.850;cause=21;text=\"Call Rejected\" (ATIS-1000099, RFC 3326) (default no)."),
+              summary: "Whether 603+ answers also carry the Q.850 twin of their Reason, Reason: Q.850;cause=21;text=\"...\" (ATIS-1000099, RFC 3326) (default no)."),
         .flag("label-to-caller", \.config.treatment.labelToCaller,
               summary: "Whether the answers lookupd rejects calls with carry the label (default no: a rejection reaches the caller, who would learn how he is labelled; yes when lookupd's client is a PBX that reads it)."),
     ]

@@ -81,10 +81,12 @@ final class ConfigurationTests: XCTestCase {
         allow-from = 198.51.100.7
         refuse-action = drop
         trust-asserted-identity-from = 10.0.0.0/8 10.1.0.0/16
+        identity-order = rpid, pai, from
         block-response = 603+
         redress = url=https://redress.example.net/ tel=+18005550100 email=redress@example.net location=RLN
         redress-jcard = https://example.net/jcard.jws
         label-to-caller = yes
+        redress-q850 = yes
         unknown-response = 404
         label-header = X-Spam-Label
         label-escapes = replace
@@ -142,6 +144,8 @@ final class ConfigurationTests: XCTestCase {
                                                     email: "redress@example.net", location: .remoteNetwork))
         XCTAssertEqual(c.treatment.jcardURL, "https://example.net/jcard.jws")
         XCTAssertTrue(c.treatment.labelToCaller)
+        XCTAssertTrue(c.treatment.redressQ850)
+        XCTAssertEqual(c.identityOrder, [.rpid, .pai, .from])
         XCTAssertFalse(c.treatment.anonymousRejection433)
         XCTAssertEqual(c.unknownResponse, .notFound)
         XCTAssertEqual(c.labelHeader, "X-Spam-Label")
@@ -299,6 +303,7 @@ final class ConfigurationTests: XCTestCase {
             ("allow-from = localhost", "allow-from: 'localhost' is not an address or address block (e.g. 192.0.2.0/24, ::1)"),
             ("allow-from = ,", "allow-from: expected at least one address block"),
             ("refuse-action = 404", "refuse-action: expected 403 or drop"),
+            ("identity-order = pai,ppi", "identity-order: from must come last (the caller of a request without the others)"),
             ("trust-asserted-identity-from = 10.0.0.0/8/8", "trust-asserted-identity-from: '10.0.0.0/8/8' is not an address or address block (e.g. 192.0.2.0/24, ::1)"),
             ("block-response = 486", "block-response: expected 603, 607, 608 or 603+"),
             ("unknown-response = 200", "unknown-response: expected 302, 404 or 503"),
