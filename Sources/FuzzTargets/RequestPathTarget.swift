@@ -107,6 +107,7 @@ final class RequestPathTarget: @unchecked Sendable {
         let a = common + """
         block-response = 603+
         redress = url=https://redress.example.net/r tel=+18005550100 email=redress@example.net location=RLN
+        redress-q850 = yes
         log-level = info
 
         """
@@ -119,6 +120,7 @@ final class RequestPathTarget: @unchecked Sendable {
         redress-jcard = https://example.net/jcard.jws
         label-to-caller = yes
         anonymous-callers = reject 433
+        identity-order = ppi, rpid, pai, from
         log-level = debug
 
         """

@@ -16,6 +16,7 @@ final class TreatmentTests: DaemonTestCase {
             "block-response = 608",
             "redress = url=https://redress.example.net/r tel=+18005550100 location=RLN",
             "redress-jcard = https://example.net/jcard.jws",
+            "redress-q850 = yes",
             "anonymous-callers = reject 433",
             "invalid-callers = block",
         ], directories: ["main.lkd name=analytics block-response=603+"])
@@ -26,8 +27,9 @@ final class TreatmentTests: DaemonTestCase {
                                                        callID: "atis-1@pbx"), port: port))
         XCTAssertEqual(blocked.statusLine, "603 Network Blocked")
         let reasons = blocked.values("Reason")
-        XCTAssertEqual(reasons.count, 1, blocked.text)
+        XCTAssertEqual(reasons.count, 2, blocked.text)
         let id = try XCTUnwrap(reasons.first.flatMap(ATISReason.id), blocked.text)
+        XCTAssertEqual(ATISReason.q850ID(reasons[1]), id, "the Q.850 twin: \(blocked.text)")
         XCTAssertTrue(reasons[0].hasPrefix("SIP;cause=603;text=\"v=analytics1;url=https://redress.example.net/r;tel=+18005550100;id="), reasons[0])
         XCTAssertTrue(reasons[0].hasSuffix("\";location=RLN"), reasons[0])
         XCTAssertFalse(blocked.text.contains("Fraud Risk"), "no label toward the caller: \(blocked.text)")
