@@ -61,9 +61,12 @@ public final class AnswerPolicy: Sendable {
         anonymousRejection = treatment.anonymousRejection433
             ? LocalAnswer(statusCode: 433, reasonPhrase: "Anonymity Disallowed", isRejection: true) : nil
         labelToCaller = treatment.labelToCaller
-        labelled = LocalAnswer(statusCode: 302, reasonPhrase: "Moved Temporarily", contact: .requestURI, assertsIdentity: true)
+        // redirect-target: the callee at the PBX; without it, the Request-URI, for a PBX or SBC
+        // that reads the verdict and routes the call itself.
+        let onward = treatment.redirectTarget.map { SIPContact.requestUser(scheme: $0.scheme, host: $0.host) } ?? .requestURI
+        labelled = LocalAnswer(statusCode: 302, reasonPhrase: "Moved Temporarily", contact: onward, assertsIdentity: true)
         let u = config.unknownResponse
-        unknown = LocalAnswer(statusCode: u.code, reasonPhrase: u.reasonPhrase, contact: u == .redirect ? .requestURI : nil)
+        unknown = LocalAnswer(statusCode: u.code, reasonPhrase: u.reasonPhrase, contact: u == .redirect ? onward : nil)
         redirectOptions = LocalAnswer(options: .standard)
         proxyOptions = LocalAnswer(options: .proxy)
         labelHeader = config.labelHeader

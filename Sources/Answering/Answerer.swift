@@ -172,6 +172,20 @@ public struct Answerer {
             return forward(request, decision: nil, from: source, address: from, set: set, proxy: proxy, now: now,
                            into: out, fallback: fallback, log: &log)
         }
+        // Back after lookupd's own 302 (a phone that followed it to a Request-URI naming
+        // lookupd, a UA with lookupd as its outbound proxy): screening it again would answer
+        // the same 302, round after round, each one counted and logged as a new call.
+        if request.returnsFromRedirect {
+            counters.add(.redirectLoops)
+            if log.enabled(.debug) {
+                log.begin(.debug)
+                log.text("redirect-loop")
+                log.field("call-id", request.callID.bytes)
+                log.field("from", "\(from.ip):\(from.port)")
+                log.end()
+            }
+            return reply(request, SIPResponse(statusCode: 482, reasonPhrase: "Loop Detected", source: from), into: out)
+        }
         // An initial INVITE: screen the caller.
         let identity = callerIdentity(request, policy: policy, source: source.ip)
         let bound = source.transport == .udp ? Answerer.amplificationLimit * bytes.count : nil
@@ -184,6 +198,7 @@ public struct Answerer {
                                        contact: local.contact, identity: local.assertsIdentity ? identity : nil,
                                        labelHeaderName: policy.labelHeader, headers: local.headers(id: id))
             response.plainQuotedStrings = policy.plainQuotedStrings
+            response.marksContact = local.contact != nil
             let action: Action
             // A rejection goes back toward the caller (a PBX relays it, a trunk maps it to a
             // release cause): a scammer would learn how he is labelled. Only a labelled 302,

@@ -35,6 +35,8 @@ public enum Counter: Int, CaseIterable, Sendable {
     case tcpRefusedACL
     // A UDP answer made smaller (its label left out of PAI, or out) to stay within the amplification bound.
     case responsesTrimmed
+    // An INVITE back after lookupd's own 302 (its Request-URI carries lookupd's mark): 482, not screened again.
+    case redirectLoops
 
     public static let methodOffset = 7
 
@@ -128,6 +130,7 @@ public enum Counter: Int, CaseIterable, Sendable {
         case .proxyUnroutableVia: return ("lookupd_proxy_refused_total", "reason=\"unroutable_via_400\"")
         case .tcpRefusedACL: return ("lookupd_tcp_connections_total", "event=\"refused_acl\"")
         case .responsesTrimmed: return ("lookupd_responses_trimmed_total", "")
+        case .redirectLoops: return ("lookupd_refused_total", "reason=\"redirect_loop_482\"")
         }
     }
 

@@ -44,6 +44,70 @@ public struct TreatmentConfig: Sendable {
     public var labelToCaller = false
     /// `redress-q850`: a 603+ answer also carries `Reason: Q.850;cause=21` (Call Rejected).
     public var redressQ850 = false
+    /// `redirect-target`: where the 302 of a call lookupd lets through sends the caller (the
+    /// Request-URI's user at this host); nil: back to the Request-URI itself.
+    public var redirectTarget: SIPTargetURI?
 
     public init() {}
+}
+
+/// A sip: or sips: URI lookupd sends callers to in a 302 (`redirect-target`), checked when the
+/// configuration is read: it goes into a Contact header as written.
+public struct SIPTargetURI: Sendable, Equatable {
+    /// `sip` or `sips`, lower case.
+    public let scheme: String
+    /// The user part, %-escapes as written; nil without one.
+    public let user: String?
+    /// Everything after the `@` (or the scheme): host, optional port, `;parameters`.
+    public let host: String
+
+    public var text: String { scheme + ":" + (user.map { $0 + "@" } ?? "") + host }
+
+    /// Refuses what a Contact cannot carry or a UA could not reach: another scheme, no host,
+    /// a port out of range, `?headers`, characters outside RFC 3261's URI grammar, and
+    /// lookupd's own redirect mark (it would make every call look like one that came back).
+    public static func parse(_ value: String) throws(ConfigParser.ValueError) -> SIPTargetURI {
+        let example = "a sip: or sips: URI such as sip:pbx.example.net;transport=udp"
+        guard let colon = value.firstIndex(of: ":") else { throw ConfigParser.ValueError("expected \(example)") }
+        let scheme = value[..<colon].lowercased()
+        guard scheme == "sip" || scheme == "sips" else { throw ConfigParser.ValueError("expected \(example), not a \(scheme): URI") }
+        var rest = Substring(value[value.index(after: colon)...])
+        // RFC 3261 §25.1: unreserved, escaped and the URI punctuation; no space, quote or angle.
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.!~*'()%&=+$,;:[]/@")
+        if let bad = rest.first(where: { !allowed.contains($0) }) {
+            throw ConfigParser.ValueError(bad == "?" ? "a redirect URI takes no ?headers" : "'\(bad)' has no place in a SIP URI (escape it as %XX)")
+        }
+        var user: String?
+        if let at = rest.lastIndex(of: "@") {
+            user = String(rest[..<at])
+            guard !user!.isEmpty, !user!.contains("@") else { throw ConfigParser.ValueError("expected user@host after \(scheme):") }
+            rest = rest[rest.index(after: at)...]
+        }
+        let hostPort = rest.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        if hostPort.hasPrefix("[") {
+            guard let close = hostPort.firstIndex(of: "]"), close > hostPort.index(after: hostPort.startIndex),
+                  hostPort[hostPort.index(after: hostPort.startIndex)..<close].allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else {
+                throw ConfigParser.ValueError("expected an IPv6 address between [ and ]")
+            }
+            let after = hostPort[hostPort.index(after: close)...]
+            guard after.isEmpty || after.hasPrefix(":") else { throw ConfigParser.ValueError("expected :PORT after the IPv6 host") }
+            if !after.isEmpty { try checkPort(after.dropFirst()) }
+        } else {
+            let parts = hostPort.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count <= 2, let name = parts.first, !name.isEmpty,
+                  name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") }) else {
+                throw ConfigParser.ValueError("expected \(example): no host in '\(value)'")
+            }
+            if parts.count == 2 { try checkPort(parts[1]) }
+        }
+        for parameter in rest.split(separator: ";").dropFirst() {
+            let name = parameter.split(separator: "=", maxSplits: 1)[0]
+            if name.lowercased() == "lookupd" { throw ConfigParser.ValueError("the lookupd= parameter is lookupd's own redirect mark") }
+        }
+        return SIPTargetURI(scheme: scheme, user: user, host: String(rest))
+    }
+
+    private static func checkPort(_ text: Substring) throws(ConfigParser.ValueError) {
+        guard let port = Int(text), (1...65535).contains(port) else { throw ConfigParser.ValueError("expected a port from 1 to 65535, got '\(text)'") }
+    }
 }

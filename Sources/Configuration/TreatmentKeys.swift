@@ -16,6 +16,12 @@ extension ConfigParser {
         },
         .flag("redress-q850", \.config.treatment.redressQ850,
               summary: "Whether 603+ answers also carry the Q.850 twin of their Reason, Reason: Q.850;cause=21;text=\"...\" (ATIS-1000099, RFC 3326) (default no)."),
+        ConfigKey(name: "redirect-target", syntax: "URI", repeatable: false,
+                  summary: "With mode = redirect: where the 302 of a call lookupd lets through sends the caller, a sip: or sips: URI without a user (the Request-URI's user is kept), e.g. sip:pbx.example.net;transport=udp (default: the Request-URI itself, for a PBX or SBC that reads the verdict and routes the call on). Needed when phones or trunks talk to lookupd directly and follow the 302.") { s, v throws(ValueError) in
+            let target = try SIPTargetURI.parse(v)
+            guard target.user == nil else { throw ValueError("give the host only (sip:pbx.example.net): the 302 keeps the Request-URI's user") }
+            s.config.treatment.redirectTarget = target
+        },
         .flag("label-to-caller", \.config.treatment.labelToCaller,
               summary: "Whether the answers lookupd rejects calls with carry the label (default no: a rejection reaches the caller, who would learn how he is labelled; yes when lookupd's client is a PBX that reads it)."),
     ]
@@ -86,6 +92,9 @@ extension ConfigParser {
     /// 603+ tells the caller whom to ask for redress: it is refused without a redress line.
     /// `line` is the first line that asks for 603+.
     static func finishTreatment(_ s: State, seen: [String: Int], path: String) throws(Diagnostic) {
+        if let line = seen["redirect-target"], s.config.mode != .redirect {
+            throw Diagnostic(file: path, line: line, message: "'redirect-target' only applies to mode = redirect (a proxy forwards calls to its upstream)")
+        }
         if let line = s.firstNetworkBlockedLine, s.config.treatment.redress == nil {
             throw Diagnostic(file: path, line: line,
                              message: "603+ needs a 'redress = url=... | tel=... | email=... location=...' line (ATIS-1000099 asks for a redress contact)")

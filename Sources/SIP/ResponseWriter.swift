@@ -24,6 +24,11 @@ public enum SIPContact: Sendable, Hashable {
     case requestURI
     /// `Contact: <uri>`; the URI must not contain spaces, control characters, `<`, `>` or `"`.
     case uri(String)
+    /// `Contact: <scheme:USER@host>`, USER the Request-URI's user part as written (left out,
+    /// with its `@`, when there is none): the same callee at another host (`redirect-target`).
+    /// `host` is everything after the `@` (`pbx.example.net:5060;transport=udp`), no `?`;
+    /// the same rules as `uri`.
+    case requestUser(scheme: String, host: String)
 }
 
 /// The URI of the `P-Asserted-Identity` written with a label.
@@ -89,6 +94,9 @@ public struct SIPResponse {
     public var plainQuotedStrings = false
     /// Written after everything else, in order (e.g. `Reason`, `Retry-After`, `Allow`).
     public var headers: [SIPHeaderField]
+    /// The Contact URI gets lookupd's redirect mark (`RedirectMark`), so that a request sent
+    /// to it that reaches lookupd again is known as one that came back (`returnsFromRedirect`).
+    public var marksContact = false
 
     public init(statusCode: Int, reasonPhrase: String, source: SIPSourceAddress,
                 contact: SIPContact? = nil, label: SIPLabel? = nil, identity: SIPIdentityURI? = nil,
@@ -168,7 +176,10 @@ extension SIPRequest {
         }
         switch response.contact {
         case .requestURI: guard isSafeURI(s.requestURIText) else { throw .invalidContact }
-        case .uri(let text): guard isSafeURI(text) else { throw .invalidContact }
+        case .uri(let text): guard isSafeURI(text), !text.utf8.contains(UInt8(ascii: "?")) || !response.marksContact else { throw .invalidContact }
+        case .requestUser(let scheme, let host):
+            guard isTokenString(scheme), isSafeURI(scheme + ":" + host), !host.utf8.contains(UInt8(ascii: "?")),
+                  (s.requestURI.rawUser ?? .empty).allSatisfy(isSafeURIByte) else { throw .invalidContact }
         case nil: break
         }
         if case .uri(let text) = response.identity, !isSafeURI(text) { throw .invalidIdentityURI }
@@ -218,11 +229,32 @@ extension SIPRequest {
             break
         case .requestURI:
             w.append("Contact: <")
-            w.append(s.requestURIText)
+            let uri = s.requestURI
+            let headers = uri.headers.count > 0 && response.marksContact ? uri.headers : nil
+            // The mark is a URI parameter: it goes before any `?headers`.
+            w.append(headers.map { s.requestURIText.slice(0, $0.baseAddress! - s.requestURIText.baseAddress! - 1) } ?? s.requestURIText)
+            if response.marksContact { appendMark(user: (uri.rawUser ?? .empty).bytes, into: &w) }
+            if let headers {
+                w.append("?")
+                w.append(headers)
+            }
             w.append(">\r\n")
         case .uri(let text):
             w.append("Contact: <")
             w.appendString(text)
+            if response.marksContact { RedirectMark.user(ofURI: text) { appendMark(user: $0, into: &w) } }
+            w.append(">\r\n")
+        case .requestUser(let scheme, let host):
+            w.append("Contact: <")
+            w.appendString(scheme)
+            w.append(":")
+            let user = s.requestURI.rawUser ?? .empty
+            if user.count > 0 {
+                w.append(user)
+                w.append("@")
+            }
+            w.appendString(host)
+            if response.marksContact { appendMark(user: user.bytes, into: &w) }
             w.append(">\r\n")
         }
 
@@ -266,6 +298,13 @@ extension SIPRequest {
         w.append("Content-Length: 0\r\n\r\n")
         guard !w.overflowed else { throw .bufferTooSmall }
         return SIPWriteResult(byteCount: w.count, labelRefusal: labelRefusal, identityOmitted: identityOmitted)
+    }
+
+    private func appendMark(user: UnsafeRawBufferPointer, into w: inout ByteWriter) {
+        w.append(";")
+        w.append(RedirectMark.name)
+        w.append("=")
+        w.appendString(RedirectMark.value(key: store.toTagKey, user: user))
     }
 
     /// `P-Asserted-Identity` (when there is an identity) and the label header (when the label is
@@ -364,7 +403,7 @@ func isIPAddressText(_ s: String) -> Bool {
     return allUTF8(s) { TextInput.hexValue($0) != nil || $0 == UInt8(ascii: ".") || $0 == ASCII.colon }
 }
 
-private func isSafeURIByte(_ b: UInt8) -> Bool {
+func isSafeURIByte(_ b: UInt8) -> Bool {
     b > 0x20 && b < 0x7F && b != ASCII.lessThan && b != ASCII.greaterThan && b != ASCII.quote
 }
 

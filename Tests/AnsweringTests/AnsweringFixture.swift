@@ -45,7 +45,7 @@ final class AnsweringFixture {
 
     /// `extra` lines follow a configuration with two directories (the second blocking with
     /// 607) and a contacts list.
-    init(_ extra: [String] = [], proxy: Bool = false) throws {
+    init(_ extra: [String] = [], proxy: Bool = false, toTagKey: UInt64 = 7) throws {
         try AnsweringFixture.compile(AnsweringFixture.directoryCSV, to: folder.file("main.lkd"))
         try AnsweringFixture.compile(AnsweringFixture.secondCSV, to: folder.file("second.lkd"))
         folder.write("contacts.csv", AnsweringFixture.contactsCSV)
@@ -55,7 +55,7 @@ final class AnsweringFixture {
         let config = try ConfigParser.parse((lines + extra).joined(separator: "\n") + "\n", path: folder.file("lookupd.conf"))
         let loaded = try ScreeningLoader.load(config, verify: true)
         set = ServingSet(generation: 1, config: config, screening: loaded.set, zone: loaded.zone)
-        answerer = Answerer(parser: SIPParser(maxMessageSize: config.maxMessageSize, toTagKey: 7))
+        answerer = Answerer(parser: SIPParser(maxMessageSize: config.maxMessageSize, toTagKey: toTagKey))
         log = LogLines(level: config.logLevel, writesFile: true, keepsRecent: true)
         if proxy {
             let via = SIPViaAddress(transport: "UDP", host: "192.0.2.1", port: 5070)
@@ -104,6 +104,15 @@ final class AnsweringFixture {
         var status: String { text.components(separatedBy: "\r\n")[0] }
         var isReply: Bool { if case .reply = action { return true } else { return false } }
         var isForward: Bool { if case .forward = action { return true } else { return false } }
+        /// The Contact values with lookupd's redirect mark taken out; one without the mark
+        /// reads `UNMARKED <...>` (every Contact lookupd writes has it).
+        var unmarkedContacts: [String] {
+            header("Contact").map { value in
+                guard let mark = value.range(of: #";lookupd=[0-9a-f]{16}>$"#, options: .regularExpression) else { return "UNMARKED " + value }
+                return value.replacingCharacters(in: mark, with: ">")
+            }
+        }
+
         /// The values of header `name` (case-insensitive), in order.
         func header(_ name: String) -> [String] {
             text.components(separatedBy: "\r\n\r\n")[0].components(separatedBy: "\r\n").dropFirst().compactMap { line in

@@ -226,6 +226,15 @@ struct SIPAnswer: CustomStringConvertible {
 
     func header(_ name: String) -> String? { values(name).first }
 
+    /// The Contact with lookupd's redirect mark (keyed per daemon) taken out; one without the
+    /// mark reads `UNMARKED <...>`.
+    var unmarkedContact: String? {
+        header("Contact").map { value in
+            guard let mark = value.range(of: #";lookupd=[0-9a-f]{16}>$"#, options: .regularExpression) else { return "UNMARKED " + value }
+            return value.replacingCharacters(in: mark, with: ">")
+        }
+    }
+
     /// The display name of a name-addr value, unquoted, or nil.
     static func displayName(_ value: String) -> String? {
         guard value.hasPrefix("\"") else { return nil }
