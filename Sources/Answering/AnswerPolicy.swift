@@ -29,6 +29,10 @@ public final class AnswerPolicy: Sendable {
     let anonymousRejection: LocalAnswer?
     /// `label-to-caller`: rejections carry the label too.
     let labelToCaller: Bool
+    /// A labelled 302 carries the label: always without `redirect-target` (it goes to the SBC
+    /// or Kamailio route that asked); with one it goes to the caller's own UA, so only with
+    /// `label-to-caller = yes`.
+    let labelsRedirects: Bool
     /// Identified callers, contacts and callers a policy labels: 302 to the Request-URI with
     /// the label and the caller's identity.
     let labelled: LocalAnswer
@@ -61,6 +65,7 @@ public final class AnswerPolicy: Sendable {
         anonymousRejection = treatment.anonymousRejection433
             ? LocalAnswer(statusCode: 433, reasonPhrase: "Anonymity Disallowed", isRejection: true) : nil
         labelToCaller = treatment.labelToCaller
+        labelsRedirects = treatment.redirectTarget == nil || treatment.labelToCaller
         // redirect-target: the callee at the PBX; without it, the Request-URI, for a PBX or SBC
         // that reads the verdict and routes the call itself.
         let onward = treatment.redirectTarget.map { SIPContact.requestUser(scheme: $0.scheme, host: $0.host) } ?? .requestURI

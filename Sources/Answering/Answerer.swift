@@ -202,8 +202,9 @@ public struct Answerer {
             let action: Action
             // A rejection goes back toward the caller (a PBX relays it, a trunk maps it to a
             // release cause): a scammer would learn how he is labelled. Only a labelled 302,
-            // which the PBX acts on, carries the label unless label-to-caller says otherwise.
-            if let label = decision.label, !local.isRejection || policy.labelToCaller {
+            // which the PBX acts on, carries the label unless label-to-caller says otherwise;
+            // with redirect-target the 302 goes to the caller's UA, and is a rejection's like.
+            if let label = decision.label, local.isRejection ? policy.labelToCaller : policy.labelsRedirects {
                 // The closure takes the counters, not the answerer: capturing `self` would copy it.
                 let counters = self.counters
                 action = set.screening.withLabel(label) { labelBytes in

@@ -11,7 +11,11 @@ final class RedirectTargetAnswerTests: XCTestCase {
         let r = f.send(Requests.invite(from: "+8618600000000", to: "1001"))
         XCTAssertEqual(r.status, "SIP/2.0 302 Moved Temporarily")
         XCTAssertEqual(r.unmarkedContacts, ["<sip:1001@pbx.example.net:5070;transport=udp>"])
-        XCTAssertEqual(r.header("X-Caller-Label"), ["\"China Unicom Customer Service\""])
+        // The 302 goes to the caller's own UA: no label, unless label-to-caller = yes.
+        XCTAssertEqual(r.header("X-Caller-Label"), [])
+        XCTAssertEqual(r.header("P-Asserted-Identity"), ["<sip:+8618600000000@192.0.2.9>"])
+        let told = try AnsweringFixture(["redirect-target = sip:pbx.example.net", "label-to-caller = yes"])
+        XCTAssertEqual(told.send(Requests.invite(to: "1001")).header("X-Caller-Label"), ["\"China Unicom Customer Service\""])
         // Unknown callers with unknown-response = 302 go the same way, without a label.
         let unknown = f.send(Requests.invite(from: "+8613512345678", to: "1001"))
         XCTAssertEqual(unknown.unmarkedContacts, ["<sip:1001@pbx.example.net:5070;transport=udp>"])

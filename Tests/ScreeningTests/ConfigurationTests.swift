@@ -167,9 +167,12 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(c.operations.logFileKeep, 0)
         XCTAssertEqual(c.replication?.endpoints, ["http://10.0.0.1:2379", "http://10.0.0.2:2379"])
         XCTAssertEqual(c.replication?.node, "node-a")
+        // The keys of redirect mode only (the text above is a proxy's).
+        let redirectOnly = "\nredirect-target = sip:pbx.example.net;transport=udp\n"
+        XCTAssertEqual(try parse(redirectOnly).treatment.redirectTarget?.text, "sip:pbx.example.net;transport=udp")
         // Every key the parser knows appears in this test.
         for key in ConfigParser.keys {
-            XCTAssertTrue(text.contains("\n\(key.name) =") || text.hasPrefix("\(key.name) ="), "key \(key.name) not covered")
+            XCTAssertTrue((text + redirectOnly).contains("\n\(key.name) =") || text.hasPrefix("\(key.name) ="), "key \(key.name) not covered")
         }
     }
 
