@@ -33,6 +33,9 @@ public final class AnswerPolicy: Sendable {
     /// or Kamailio route that asked); with one it goes to the caller's own UA, so only with
     /// `label-to-caller = yes`.
     let labelsRedirects: Bool
+    /// The 302 of `block-treatment = redirect`: as a labelled 302 in redirect mode; a proxy
+    /// answers it to the caller himself, so there only with `label-to-caller = yes`.
+    let labelsBlockRedirects: Bool
     /// Identified callers, contacts and callers a policy labels: 302 to the Request-URI with
     /// the label and the caller's identity.
     let labelled: LocalAnswer
@@ -60,12 +63,19 @@ public final class AnswerPolicy: Sendable {
         trustedPeers = config.trustAssertedIdentityFrom
         identityOrder = config.identityOrder
         let treatment = config.treatment
-        defaultBlock = LocalAnswer(block: config.blockResponse, treatment: treatment)
-        blockAnswers = config.directories.map { LocalAnswer(block: $0.blockResponse ?? config.blockResponse, treatment: treatment) }
+        // The directory's own block-treatment= or block-response=, else block-treatment, else
+        // block-response.
+        let global = treatment.blockTreatment == .reject ? nil : treatment.blockTreatment
+        defaultBlock = LocalAnswer(treatment: global ?? .reject, response: config.blockResponse, config: config)
+        blockAnswers = config.directories.map {
+            LocalAnswer(treatment: $0.blockTreatment ?? ($0.blockResponse != nil ? .reject : global ?? .reject),
+                        response: $0.blockResponse ?? config.blockResponse, config: config)
+        }
         anonymousRejection = treatment.anonymousRejection433
             ? LocalAnswer(statusCode: 433, reasonPhrase: "Anonymity Disallowed", isRejection: true) : nil
         labelToCaller = treatment.labelToCaller
         labelsRedirects = treatment.redirectTarget == nil || treatment.labelToCaller
+        labelsBlockRedirects = config.mode == .proxy ? treatment.labelToCaller : labelsRedirects
         // redirect-target: the callee at the PBX; without it, the Request-URI, for a PBX or SBC
         // that reads the verdict and routes the call itself.
         let onward = treatment.redirectTarget.map { SIPContact.requestUser(scheme: $0.scheme, host: $0.host) } ?? .requestURI
@@ -139,10 +149,17 @@ final class LocalAnswer: Sendable {
     let reasonAroundID: (prefix: String, suffix: String)?
     /// `redress-q850 = yes`: the prefix of its Q.850 twin (same text, id and location).
     let q850Prefix: String?
+    /// A block's treatment as the decision log names it (`reject`, `reject-486`, `redirect`).
+    let treatment: String?
+    /// `block-treatment = redirect`: the 302 of a blocked call (its label goes as a 302's).
+    let isBlockRedirect: Bool
+    /// Proxy mode, `block-treatment = redirect` to the upstream's own address and port: the
+    /// INVITE is forwarded there with this Request-URI instead of answered.
+    let forwardURI: String?
 
     init(statusCode: Int, reasonPhrase: String, contact: SIPContact? = nil, assertsIdentity: Bool = false,
          headers: [SIPHeaderField] = [], isRejection: Bool = false, reasonAroundID: (prefix: String, suffix: String)? = nil,
-         q850Prefix: String? = nil) {
+         q850Prefix: String? = nil, treatment: String? = nil, isBlockRedirect: Bool = false, forwardURI: String? = nil) {
         self.q850Prefix = q850Prefix
         self.statusCode = statusCode
         self.reasonPhrase = reasonPhrase
@@ -151,6 +168,9 @@ final class LocalAnswer: Sendable {
         self.headers = headers
         self.isRejection = isRejection
         self.reasonAroundID = reasonAroundID
+        self.treatment = treatment
+        self.isBlockRedirect = isBlockRedirect
+        self.forwardURI = forwardURI
     }
 
     /// The headers of one answer: the fixed ones, then the 603+ Reason with `id`.
@@ -159,6 +179,34 @@ final class LocalAnswer: Sendable {
         var all = headers + [SIPHeaderField("Reason", reasonAroundID.prefix + id + reasonAroundID.suffix)]
         if let q850Prefix { all.append(SIPHeaderField("Reason", q850Prefix + id + reasonAroundID.suffix)) }
         return all
+    }
+
+    /// A blocked call's answer under `treatment`; `response` is the block response `reject` means.
+    convenience init(treatment: BlockTreatment, response: BlockResponse, config: LookupdConfig) {
+        let name = treatment.logName
+        switch treatment {
+        case .reject:
+            self.init(block: response, treatment: config.treatment, name: name)
+        case .rejectWith(let code):
+            if code != 603, let same = BlockResponse(rawValue: String(code)) {
+                // 607 and 608 as block-response words them (608 with its jCard).
+                self.init(block: same, treatment: config.treatment, name: name)
+            } else {
+                self.init(statusCode: code, reasonPhrase: BlockTreatment.rejectCodes[code] ?? "Decline", isRejection: true, treatment: name)
+            }
+        case .redirect(let uri):
+            // Forwarded only to the configured upstream, by its address: never to somewhere a
+            // request names.
+            var forward: String?
+            if config.mode == .proxy, let upstream = config.proxy.upstream {
+                let (host, port) = uri.hostAndPort
+                if IPAddress(host) == upstream.host, (port ?? (uri.scheme == "sips" ? 5061 : 5060)) == Int(upstream.port) {
+                    forward = uri.text
+                }
+            }
+            self.init(statusCode: 302, reasonPhrase: "Moved Temporarily", contact: .uri(uri.text), treatment: name,
+                      isBlockRedirect: true, forwardURI: forward)
+        }
     }
 
     /// 200 with `Allow` and `Accept: application/sdp` (dispatcher and qualify probes accept only 200).
@@ -175,7 +223,7 @@ final class LocalAnswer: Sendable {
     /// no escapes. With `redress-q850`, the Q.850 twin follows (RFC 3326, RFC 6432): cause 21,
     /// Call Rejected, the ISUP cause a 603 maps to, with the same text and location (RFC 8606),
     /// so a gateway toward ISUP that reads only Q.850 passes the redress contacts on.
-    convenience init(block: BlockResponse, treatment: TreatmentConfig) {
+    convenience init(block: BlockResponse, treatment: TreatmentConfig, name: String? = nil) {
         var headers: [SIPHeaderField] = []
         var reason: (prefix: String, suffix: String)? = nil
         var q850: String? = nil
@@ -199,6 +247,6 @@ final class LocalAnswer: Sendable {
             break
         }
         self.init(statusCode: block.code, reasonPhrase: block.reasonPhrase, headers: headers, isRejection: true,
-                  reasonAroundID: reason, q850Prefix: q850)
+                  reasonAroundID: reason, q850Prefix: q850, treatment: name)
     }
 }

@@ -63,7 +63,7 @@ extension Answerer {
     /// identified, a contact's, or one a policy or time window took part in (info); the others
     /// at debug, and never in the file. `status` 0: forwarded.
     mutating func logCall(_ request: SIPRequest, _ d: Decision, status: Int, set: ServingSet,
-                          source: SIPSourceAddress, now: WallTime, id: String? = nil, log: inout LogLines) {
+                          source: SIPSourceAddress, now: WallTime, id: String? = nil, treatment: String? = nil, log: inout LogLines) {
         let decided = d.verdict == .blocked || d.verdict == .identified || d.verdict == .contact || d.policy != nil
             || d.inactiveDirectory != nil
         let level: LogLevel = d.verdict == .blocked ? .notice : decided ? .info : .debug
@@ -89,6 +89,8 @@ extension Answerer {
         // The decision id (the one a 603+ gave the caller, who quotes it asking for redress).
         line.field("id", id ?? DecisionID.make(request, source: source))
         if let name = request.from.displayName?.bytes, !name.isEmpty { line.field("display-name", name) }
+        // What a blocked call got (block-treatment): reject, reject-CODE or redirect.
+        if d.verdict == .blocked, let treatment { line.field("treatment", treatment) }
         line.end()
         if decided {
             log.decision(level, line.bytes, recent: d.verdict == .blocked || d.verdict == .identified)

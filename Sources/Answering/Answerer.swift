@@ -190,6 +190,11 @@ public struct Answerer {
         let identity = callerIdentity(request, policy: policy, source: source.ip)
         let bound = source.transport == .udp ? Answerer.amplificationLimit * bytes.count : nil
         let decision = decide(request, caller: identity, set: set, now: now)
+        if let proxy, decision.verdict == .blocked, let uri = policy.answer(to: decision).forwardURI {
+            // block-treatment = redirect to the upstream itself: the PBX plays the announcement.
+            return forward(request, decision: decision, requestURI: uri, from: source, address: from, set: set, proxy: proxy,
+                           now: now, into: out, fallback: fallback, log: &log)
+        }
         guard let proxy, decision.verdict != .blocked else {
             // Answered here: every verdict in redirect mode, a blocked caller in proxy mode too.
             let local = policy.answer(to: decision)
@@ -204,7 +209,8 @@ public struct Answerer {
             // release cause): a scammer would learn how he is labelled. Only a labelled 302,
             // which the PBX acts on, carries the label unless label-to-caller says otherwise;
             // with redirect-target the 302 goes to the caller's UA, and is a rejection's like.
-            if let label = decision.label, local.isRejection ? policy.labelToCaller : policy.labelsRedirects {
+            if let label = decision.label,
+               local.isRejection ? policy.labelToCaller : local.isBlockRedirect ? policy.labelsBlockRedirects : policy.labelsRedirects {
                 // The closure takes the counters, not the answerer: capturing `self` would copy it.
                 let counters = self.counters
                 action = set.screening.withLabel(label) { labelBytes in
@@ -214,7 +220,8 @@ public struct Answerer {
             } else {
                 action = reply(request, &response, into: out)
             }
-            logCall(request, decision, status: local.statusCode, set: set, source: from, now: now, id: id, log: &log)
+            logCall(request, decision, status: local.statusCode, set: set, source: from, now: now, id: id,
+                    treatment: local.treatment, log: &log)
             return action
         }
         return forward(request, decision: decision, from: source, address: from, set: set, proxy: proxy, now: now,
@@ -260,7 +267,7 @@ public struct Answerer {
     }
 
     /// Forwards a request to the upstream (§16.6), an initial INVITE with its caller's label.
-    private mutating func forward(_ request: SIPRequest, decision: Decision?, from source: MessageSource,
+    private mutating func forward(_ request: SIPRequest, decision: Decision?, requestURI: String? = nil, from source: MessageSource,
                                   address: SIPSourceAddress, set: ServingSet, proxy: ProxyContext, now: WallTime,
                                   into out: UnsafeMutableRawBufferPointer, fallback: UnsafeMutableRawBufferPointer,
                                   log: inout LogLines) -> Action {
@@ -286,6 +293,7 @@ public struct Answerer {
         forwarding.plainQuotedStrings = policy.plainQuotedStrings
         // The label is for the PBX: the caller gets his own From back in every response.
         if !policy.labelToCaller { forwarding.callerFromKey = proxy.callerFromKey }
+        forwarding.requestURI = requestURI
         // label-format's {attribution}: copied, since only labelled calls of configurations
         // that ask for it pay for it.
         if policy.displayNameHasAttribution, let d = decision, d.label != nil, let number = d.number,
@@ -303,7 +311,10 @@ public struct Answerer {
             written = Answerer.write(request, forwarding, counters: counters, into: out)
         }
         guard written > 0 else { return .none }
-        if let decision { logCall(request, decision, status: 0, set: set, source: address, now: now, log: &log) }
+        if let decision {
+            logCall(request, decision, status: 0, set: set, source: address, now: now,
+                    treatment: requestURI != nil ? "redirect" : nil, log: &log)
+        }
         // The 503 to send if the upstream cannot be reached after all (a TCP connect refused).
         var fallbackLength = 0
         if !isACK, let result = try? request.writeResponse(Answerer.unavailable(address), into: fallback) {

@@ -34,7 +34,7 @@ public enum ConfigParser {
 
     /// Every accepted key, in the order the manual lists them.
     public static let keys: [ConfigKey] = [
-        ConfigKey(name: "directory", syntax: "PATH [name=NAME] [block-response=603|607|608|603+] [active=WINDOWS]", repeatable: true,
+        ConfigKey(name: "directory", syntax: "PATH [name=NAME] [block-response=603|607|608|603+] [block-treatment=\"TREATMENT\"] [active=WINDOWS]", repeatable: true,
                   summary: "A compiled directory file (.lkd). Repeat for several; the order is the priority order.") { s, v throws(ValueError) in
             var words = try splitWords(v)
             guard !words.isEmpty else { throw ValueError("expected a path") }
@@ -51,8 +51,13 @@ public enum ConfigParser {
                     entry.blockResponse = r
                 case "active":
                     entry.active = try parseActive(value)
-                default: throw ValueError("unknown directory option '\(key)' (expected name=, block-response= or active=)")
+                case "block-treatment":
+                    entry.blockTreatment = try BlockTreatment.parse(value)
+                default: throw ValueError("unknown directory option '\(key)' (expected name=, block-response=, block-treatment= or active=)")
                 }
+            }
+            if entry.blockResponse != nil, entry.blockTreatment != nil {
+                throw ValueError("give block-response= or block-treatment=, not both")
             }
             s.config.directories.append(entry)
         },

@@ -106,6 +106,9 @@ public struct DirectoryConfig: Equatable, Sendable {
     public var blockResponse: BlockResponse?
     /// When the directory is in force (`active=`); nil: always.
     public var active: ActiveWindows?
+    /// `block-treatment=`: overrides `block-treatment` (and `block-response`) for numbers this
+    /// directory blocks.
+    public var blockTreatment: BlockTreatment?
 
     public init(path: String, name: String? = nil, blockResponse: BlockResponse? = nil, active: ActiveWindows? = nil) {
         self.path = path

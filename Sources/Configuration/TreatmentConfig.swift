@@ -47,6 +47,8 @@ public struct TreatmentConfig: Sendable {
     /// `redirect-target`: where the 302 of a call lookupd lets through sends the caller (the
     /// Request-URI's user at this host); nil: back to the Request-URI itself.
     public var redirectTarget: SIPTargetURI?
+    /// `block-treatment`: blocks by a policy, or by a directory without its own.
+    public var blockTreatment = BlockTreatment.reject
 
     public init() {}
 }
@@ -62,6 +64,17 @@ public struct SIPTargetURI: Sendable, Equatable {
     public let host: String
 
     public var text: String { scheme + ":" + (user.map { $0 + "@" } ?? "") + host }
+
+    /// The host (an IPv6 address without its brackets) and the port, when one is written.
+    public var hostAndPort: (host: String, port: Int?) {
+        let hostPort = host.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        if hostPort.hasPrefix("["), let close = hostPort.firstIndex(of: "]") {
+            let after = hostPort[hostPort.index(after: close)...]
+            return (String(hostPort[hostPort.index(after: hostPort.startIndex)..<close]), after.isEmpty ? nil : Int(after.dropFirst()))
+        }
+        let parts = hostPort.split(separator: ":", omittingEmptySubsequences: false)
+        return (String(parts[0]), parts.count == 2 ? Int(parts[1]) : nil)
+    }
 
     /// Refuses what a Contact cannot carry or a UA could not reach: another scheme, no host,
     /// a port out of range, `?headers`, characters outside RFC 3261's URI grammar, and
@@ -109,5 +122,50 @@ public struct SIPTargetURI: Sendable, Equatable {
 
     private static func checkPort(_ text: Substring) throws(ConfigParser.ValueError) {
         guard let port = Int(text), (1...65535).contains(port) else { throw ConfigParser.ValueError("expected a port from 1 to 65535, got '\(text)'") }
+    }
+}
+
+/// `block-treatment`: what a blocked call gets, per directory and for the policies.
+public enum BlockTreatment: Sendable, Equatable {
+    /// The block response (`block-response`, or the directory's own).
+    case reject
+    /// A status autodialers drop numbers on (`rejectCodes`).
+    case rejectWith(Int)
+    /// 302 to the operator's announcement, voicemail or IVR.
+    case redirect(SIPTargetURI)
+
+    /// 404, 410, 486 and the 6xx codes: what autodialers read as "this number is dead or busy,
+    /// drop it". Others (a 5xx, a 3xx) would make a caller retry or go elsewhere.
+    public static let rejectCodes: [Int: String] = [
+        404: "Not Found", 410: "Gone", 486: "Busy Here", 600: "Busy Everywhere", 603: "Decline",
+        604: "Does Not Exist Anywhere", 606: "Not Acceptable", 607: "Unwanted", 608: "Rejected",
+    ]
+
+    /// How the decision log names it: `reject`, `reject-486`, `redirect`.
+    public var logName: String {
+        switch self {
+        case .reject: return "reject"
+        case .rejectWith(let code): return "reject-\(code)"
+        case .redirect: return "redirect"
+        }
+    }
+
+    /// `reject`, `reject CODE` or `redirect URI`.
+    public static func parse(_ value: String) throws(ConfigParser.ValueError) -> BlockTreatment {
+        let words = value.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+        let codes = rejectCodes.keys.sorted().map(String.init)
+        switch words.first {
+        case "reject" where words.count == 1:
+            return .reject
+        case "reject" where words.count == 2:
+            guard let code = Int(words[1]), rejectCodes[code] != nil else {
+                throw ConfigParser.ValueError("reject takes " + codes.dropLast().joined(separator: ", ") + " or " + codes.last! + ", not '\(words[1])'")
+            }
+            return .rejectWith(code)
+        case "redirect" where words.count == 2:
+            return .redirect(try SIPTargetURI.parse(words[1]))
+        default:
+            throw ConfigParser.ValueError("expected reject, reject CODE or redirect URI (e.g. redirect sip:announcement@pbx.example.net)")
+        }
     }
 }

@@ -16,6 +16,10 @@ extension ConfigParser {
         },
         .flag("redress-q850", \.config.treatment.redressQ850,
               summary: "Whether 603+ answers also carry the Q.850 twin of their Reason, Reason: Q.850;cause=21;text=\"...\" (ATIS-1000099, RFC 3326) (default no)."),
+        ConfigKey(name: "block-treatment", syntax: "reject | reject CODE | redirect URI", repeatable: false,
+                  summary: "What a blocked call gets (blocks by a policy, or by a directory without its own block-treatment=): reject (default: the block response), reject CODE for a status autodialers drop numbers on (404, 410, 486, 600, 603, 604, 606, 607 or 608), or redirect URI, a 302 to your announcement, voicemail or IVR (a sip: or sips: URI). In proxy mode a redirect to the upstream's own address:port is forwarded there instead.") { s, v throws(ValueError) in
+            s.config.treatment.blockTreatment = try BlockTreatment.parse(v)
+        },
         ConfigKey(name: "redirect-target", syntax: "URI", repeatable: false,
                   summary: "With mode = redirect: where the 302 of a call lookupd lets through sends the caller, a sip: or sips: URI without a user (the Request-URI's user is kept), e.g. sip:pbx.example.net;transport=udp (default: the Request-URI itself, for a PBX or SBC that reads the verdict and routes the call on). Needed when phones or trunks talk to lookupd directly and follow the 302.") { s, v throws(ValueError) in
             let target = try SIPTargetURI.parse(v)

@@ -63,6 +63,9 @@ public struct SIPForwarding {
     /// travel in lookupd's Via (CallerFrom.swift) and `relayResponse` puts them back in every
     /// response. nil (`yes`): responses keep the From the PBX copied.
     public var callerFromKey: SIPCallerFromKey?
+    /// The Request-URI to forward to instead of the request's own (a blocked call's
+    /// `block-treatment = redirect` toward the upstream); the same rules as `SIPContact.uri`.
+    public var requestURI: String?
 
     public init(via: SIPViaAddress, branchKey: UInt64, source: SIPSourceAddress,
                 ownAddresses: [SIPViaAddress] = [], label: SIPLabel? = nil, displayName: [SIPDisplayNamePart] = [.label],
@@ -179,6 +182,7 @@ extension SIPRequest {
         // The transport is the Answerer's to check; here only that the Via can carry the source.
         guard proxyViaProblem(transport: s.topVia.transport.string) == nil else { throw .unroutableVia }
         guard isTokenString(f.labelHeaderName) else { throw .invalidLabelHeaderName }
+        if let uri = f.requestURI, !isSafeURI(uri) { throw .invalidContact }
         let mark = s.arena.used
         defer { s.arena.used = mark }
 
@@ -224,7 +228,15 @@ extension SIPRequest {
         var w = ByteWriter(buffer)
         let raw = SIPText(baseAddress: s.raw, count: s.bodyStart)
         let firstLF = raw.firstIndex(of: ASCII.lf) ?? raw.count
-        w.append(trimCR(raw.slice(0, firstLF)))
+        if let uri = f.requestURI {
+            w.append(s.methodText)
+            w.append(" ")
+            w.appendString(uri)
+            w.append(" ")
+            w.append(s.versionText)
+        } else {
+            w.append(trimCR(raw.slice(0, firstLF)))
+        }
         w.append("\r\n")
 
         let branch = forwardBranch(key: f.branchKey)

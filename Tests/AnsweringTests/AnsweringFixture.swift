@@ -45,11 +45,11 @@ final class AnsweringFixture {
 
     /// `extra` lines follow a configuration with two directories (the second blocking with
     /// 607) and a contacts list.
-    init(_ extra: [String] = [], proxy: Bool = false, toTagKey: UInt64 = 7) throws {
+    init(_ extra: [String] = [], proxy: Bool = false, toTagKey: UInt64 = 7, mainOptions: String = "") throws {
         try AnsweringFixture.compile(AnsweringFixture.directoryCSV, to: folder.file("main.lkd"))
         try AnsweringFixture.compile(AnsweringFixture.secondCSV, to: folder.file("second.lkd"))
         folder.write("contacts.csv", AnsweringFixture.contactsCSV)
-        var lines = ["directory = main.lkd name=main", "directory = second.lkd name=second block-response=607",
+        var lines = ["directory = main.lkd name=main" + mainOptions, "directory = second.lkd name=second block-response=607",
                      "contacts = contacts.csv", "log-level = debug"]
         if proxy { lines += ["mode = proxy", "upstream = 192.0.2.20:5060"] }
         let config = try ConfigParser.parse((lines + extra).joined(separator: "\n") + "\n", path: folder.file("lookupd.conf"))

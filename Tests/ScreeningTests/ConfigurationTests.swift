@@ -167,9 +167,11 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(c.operations.logFileKeep, 0)
         XCTAssertEqual(c.replication?.endpoints, ["http://10.0.0.1:2379", "http://10.0.0.2:2379"])
         XCTAssertEqual(c.replication?.node, "node-a")
-        // The keys of redirect mode only (the text above is a proxy's).
-        let redirectOnly = "\nredirect-target = sip:pbx.example.net;transport=udp\n"
+        // The keys of redirect mode only (the text above is a proxy's), and block-treatment,
+        // which would take the place of the 603+ above.
+        let redirectOnly = "\nredirect-target = sip:pbx.example.net;transport=udp\nblock-treatment = reject 486\n"
         XCTAssertEqual(try parse(redirectOnly).treatment.redirectTarget?.text, "sip:pbx.example.net;transport=udp")
+        XCTAssertEqual(try parse(redirectOnly).treatment.blockTreatment, .rejectWith(486))
         // Every key the parser knows appears in this test.
         for key in ConfigParser.keys {
             XCTAssertTrue((text + redirectOnly).contains("\n\(key.name) =") || text.hasPrefix("\(key.name) ="), "key \(key.name) not covered")
@@ -323,7 +325,7 @@ final class ConfigurationTests: XCTestCase {
             ("tcp-idle-timeout = 86401", "tcp-idle-timeout: expected seconds from 1 to 86400"),
             ("directory = a.lkd name=", "directory: name= needs a value"),
             ("directory = a.lkd block-response=604", "directory: block-response must be 603, 607, 608 or 603+"),
-            ("directory = a.lkd priority=1", "directory: unknown directory option 'priority' (expected name=, block-response= or active=)"),
+            ("directory = a.lkd priority=1", "directory: unknown directory option 'priority' (expected name=, block-response=, block-treatment= or active=)"),
             ("directory = a.lkd spam", "directory: expected key=value after the path, got 'spam'"),
             ("directory = \"a.lkd", "directory: unterminated quote"),
             ("workers", "expected 'key = value'"),

@@ -47,3 +47,40 @@ final class RedirectTargetConfigTests: XCTestCase {
                        "/etc/lookupd/lookupd.conf:3: 'redirect-target' only applies to mode = redirect (a proxy forwards calls to its upstream)")
     }
 }
+
+/// Issue 17, item 4: `block-treatment`, for the policies and per directory.
+final class BlockTreatmentConfigTests: XCTestCase {
+    func testTreatmentsAccepted() throws {
+        let c = try ConfigParser.parse("""
+            block-treatment = reject 604
+            directory = a.lkd block-treatment="redirect sip:spam@pbx.example.net"
+            directory = b.lkd block-treatment=reject
+            directory = c.lkd block-response=607
+
+            """, path: "/l.conf")
+        XCTAssertEqual(c.treatment.blockTreatment, .rejectWith(604))
+        XCTAssertEqual(c.directories.map(\.blockTreatment), [.redirect(try SIPTargetURI.parse("sip:spam@pbx.example.net")), .reject, nil])
+        XCTAssertEqual(try ConfigParser.parse("", path: "/l.conf").treatment.blockTreatment, .reject)
+    }
+
+    func testBadTreatmentsAreRefusedWithTheirLine() {
+        func error(_ text: String) -> String {
+            do { _ = try ConfigParser.parse("log-level = info\n" + text + "\n", path: "/l.conf"); return "parsed" } catch { return error.description }
+        }
+        XCTAssertEqual(error("block-treatment = reject 500"),
+                       "/l.conf:2: block-treatment: reject takes 404, 410, 486, 600, 603, 604, 606, 607 or 608, not '500'")
+        XCTAssertEqual(error("block-treatment = reject 302"),
+                       "/l.conf:2: block-treatment: reject takes 404, 410, 486, 600, 603, 604, 606, 607 or 608, not '302'")
+        XCTAssertEqual(error("block-treatment = drop"),
+                       "/l.conf:2: block-treatment: expected reject, reject CODE or redirect URI (e.g. redirect sip:announcement@pbx.example.net)")
+        XCTAssertEqual(error("block-treatment = redirect"),
+                       "/l.conf:2: block-treatment: expected reject, reject CODE or redirect URI (e.g. redirect sip:announcement@pbx.example.net)")
+        XCTAssertEqual(error("block-treatment = redirect https://example.net/"),
+                       "/l.conf:2: block-treatment: expected a sip: or sips: URI such as sip:pbx.example.net;transport=udp, not a https: URI")
+        XCTAssertEqual(error("block-treatment = redirect sip:spam@pbx?x=1"), "/l.conf:2: block-treatment: a redirect URI takes no ?headers")
+        XCTAssertEqual(error("directory = a.lkd block-treatment=\"reject 499\""),
+                       "/l.conf:2: directory: reject takes 404, 410, 486, 600, 603, 604, 606, 607 or 608, not '499'")
+        XCTAssertEqual(error("directory = a.lkd block-response=607 block-treatment=reject"),
+                       "/l.conf:2: directory: give block-response= or block-treatment=, not both")
+    }
+}
