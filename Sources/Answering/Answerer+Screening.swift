@@ -88,9 +88,10 @@ extension Answerer {
         line.field("from", source.ip.contains(":") ? "[\(source.ip)]:\(source.port)" : "\(source.ip):\(source.port)")
         // The decision id (the one a 603+ gave the caller, who quotes it asking for redress).
         line.field("id", id ?? DecisionID.make(request, source: source))
-        if let name = request.from.displayName?.bytes, !name.isEmpty { line.field("display-name", name) }
         // What a blocked call got (block-treatment): reject, reject-CODE or redirect.
         if d.verdict == .blocked, let treatment { line.field("treatment", treatment) }
+        // Last: the caller's own text.
+        if let name = request.from.displayName?.bytes, !name.isEmpty { line.field("display-name", name) }
         line.end()
         if decided {
             log.decision(level, line.bytes, recent: d.verdict == .blocked || d.verdict == .identified)

@@ -12,10 +12,11 @@
 enum RedirectMark {
     static let name: StaticString = "lookupd"
 
-    static func value(key: UInt64, user: UnsafeRawBufferPointer) -> String {
+    /// Written as 16 lower-case hex digits (`ByteWriter.appendHex`, `hex64`).
+    static func value(key: UInt64, user: UnsafeRawBufferPointer) -> UInt64 {
         var h = FNV1a(key: key ^ 0x6c6b_7570_3330_3278)
         h.add(SIPText(baseAddress: user.baseAddress, count: user.count))
-        return hex64(h.finish())
+        return h.finish()
     }
 
     /// The user part of a configured URI (`sip:USER@host`); empty when it has none.
@@ -42,7 +43,7 @@ extension SIPRequest {
         var expected: String?
         for p in uri.parameters where p.name.equalsLiteral(RedirectMark.name) {
             guard let value = p.value, value.count == 16 else { continue }
-            if expected == nil { expected = RedirectMark.value(key: store.toTagKey, user: (uri.rawUser ?? .empty).bytes) }
+            if expected == nil { expected = hex64(RedirectMark.value(key: store.toTagKey, user: (uri.rawUser ?? .empty).bytes)) }
             if value.equals(expected!) { return true }
         }
         return false

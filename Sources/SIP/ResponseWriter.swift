@@ -304,7 +304,7 @@ extension SIPRequest {
         w.append(";")
         w.append(RedirectMark.name)
         w.append("=")
-        w.appendString(RedirectMark.value(key: store.toTagKey, user: user))
+        w.appendHex(RedirectMark.value(key: store.toTagKey, user: user))
     }
 
     /// `P-Asserted-Identity` (when there is an identity) and the label header (when the label is
