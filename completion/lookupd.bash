@@ -11,11 +11,12 @@ _lookupd_options() {
         inspect) echo "--json --config --help" ;;
         export)  echo "--base-only --output --help" ;;
         serve)   echo "--config --help" ;;
-        reload|stats) echo "--config --socket --help" ;;
+        reload)  echo "--config --socket --json --help" ;;
+        stats)   echo "--config --socket --json --summary --help" ;;
         add)     echo "--block --label --expires --from-file --to --json --config --country --country-code --national-prefix --international-prefix --national-number-length --help" ;;
         remove)  echo "--from --from-file --json --config --country --country-code --national-prefix --international-prefix --national-number-length --help" ;;
         compact) echo "--json --config --help" ;;
-        update)  echo "--config --force --allow-shrink --rollback --no-reload --quiet --help" ;;
+        update)  echo "--config --force --allow-shrink --rollback --no-reload --quiet --json --help" ;;
         log)     echo "--blocked --verdict --since --until --caller --callee --id --follow --json --config --file --help" ;;
     esac
 }
