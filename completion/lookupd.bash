@@ -7,7 +7,7 @@ _lookupd_options() {
         query)   echo "--config --directory --contacts --callee --verstat --at --json --attribution --country --country-code --national-prefix --international-prefix --national-number-length --help" ;;
         compile) echo "--output --format --on-duplicate --directory-version --max-errors --memory --config --number-column --label-column --action-column --action --no-header --skip-invalid --vanity --discard-changes --country --country-code --national-prefix --international-prefix --national-number-length --json --quiet --help" ;;
         check)   echo "--json --help" ;;
-        check-config) echo "--config --help" ;;
+        check-config) echo "--json --config --help" ;;
         inspect) echo "--json --config --help" ;;
         export)  echo "--base-only --output --help" ;;
         serve)   echo "--config --help" ;;
