@@ -55,8 +55,11 @@ public final class Service {
     /// Loads and verifies everything; throws a message for the operator.
     public init(options: Options) throws(ServiceError) {
         self.options = options
-        let config: LookupdConfig
-        do { config = try ConfigParser.load(path: options.configPath) } catch { throw ServiceError(error.description) }
+        // Every error of the file at once, as check-config reports them.
+        let checked = ConfigParser.check(path: options.configPath)
+        guard let config = checked.config else {
+            throw ServiceError(checked.errors.map(\.description).joined(separator: "\n"), diagnostics: checked.errors)
+        }
         logger = Logger(level: config.logLevel)
         guard !config.listen.isEmpty else {
             throw ServiceError("\(options.configPath): no 'listen' address configured (e.g. listen = udp:127.0.0.1:5060)")
@@ -317,5 +320,10 @@ public final class Service {
 
 public struct ServiceError: Error, CustomStringConvertible {
     public var description: String
-    init(_ description: String) { self.description = description }
+    /// The configuration's errors (FILE:LINE each) when that is why it cannot start.
+    public var diagnostics: [Diagnostic] = []
+    init(_ description: String, diagnostics: [Diagnostic] = []) {
+        self.description = description
+        self.diagnostics = diagnostics
+    }
 }

@@ -36,7 +36,8 @@ let serveCommand = Command(
       -h, --help      this text
 
     Exit status: 0 after a clean stop, 1 when it cannot start (the reason is
-    printed), 2 usage error.
+    printed: every error of the configuration at once, FILE:LINE each, as
+    lookupd check-config prints them), 2 usage error.
 
     """,
     run: runServe
@@ -51,7 +52,12 @@ private func runServe(_ raw: [String]) throws -> Int32 {
         let service = try Service(options: Service.Options(configPath: path, version: lookupdVersion))
         return try service.run()
     } catch {
-        throw CommandFailure("\(error)")
+        guard !error.diagnostics.isEmpty else { throw CommandFailure("\(error)") }
+        // As check-config prints them: each FILE:LINE, then the count.
+        var err = OutputBuffer(fd: 2)
+        for diagnostic in error.diagnostics { err.append(diagnostic.description + "\n") }
+        err.flush()
+        throw CommandFailure("\(plural(error.diagnostics.count, "error")) in \(path)")
     }
 }
 

@@ -23,7 +23,11 @@ final class CheckConfigTests: CLITestCase {
         lookupd: error: 3 errors in \(config)
 
         """)
-        // serve and query still stop at the same first error.
+        // serve refuses to start with the same messages, every one of them.
+        let serve = try lookupd(["serve", "--config", config], timeout: 30)
+        XCTAssertEqual(serve.status, 1, serve.summary)
+        XCTAssertEqual(serve.stderr, r.stderr, "serve prints what check-config prints")
+        // query still stops at the first error.
         XCTAssertTrue(try lookupd(["query", "--config", config, "+8613800138000"]).stderr.contains("\(config):2: unknown key 'directroy'"))
     }
 
