@@ -16,6 +16,7 @@ _lookupd_options() {
         add)     echo "--block --label --expires --from-file --to --json --config --country --country-code --national-prefix --international-prefix --national-number-length --help" ;;
         remove)  echo "--from --from-file --json --config --country --country-code --national-prefix --international-prefix --national-number-length --help" ;;
         compact) echo "--json --config --help" ;;
+        search)  echo "--directory --limit --json --config --help" ;;
         update)  echo "--config --force --allow-shrink --rollback --no-reload --quiet --json --help" ;;
         log)     echo "--blocked --verdict --since --until --caller --callee --id --follow --json --config --file --help" ;;
     esac
@@ -31,7 +32,7 @@ _lookupd() {
         words=("${COMP_WORDS[@]}")
         cword=$COMP_CWORD
     fi
-    local commands="query compile check check-config inspect export serve reload stats add remove compact update log"
+    local commands="query compile check check-config inspect export serve reload stats add remove compact search update log"
 
     if [ "$cword" -eq 1 ]; then
         COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
