@@ -136,15 +136,7 @@ public struct ReloadReport: Sendable, Equatable {
         w.field("applied", strings: applied)
         w.field("needs_restart", strings: needsRestart)
         w.key("skipped")
-        w.beginArray()
-        for d in skipped {
-            w.beginObject()
-            w.field("file", d.file)
-            w.field("line", d.line)
-            w.field("message", d.message)
-            w.endObject()
-        }
-        w.endArray()
+        diagnosticsJSON(&w, skipped)
         w.key("directories")
         w.beginArray()
         for d in directories {

@@ -115,21 +115,11 @@ public struct ConfigCheck {
         w.beginObject()
         w.field("config", path)
         w.field("ok", sound)
-        func diagnostics(_ name: String, _ list: [Diagnostic]) {
-            w.key(name)
-            w.beginArray()
-            for d in list {
-                w.beginObject()
-                w.field("file", d.file)
-                w.field("line", d.line)
-                w.field("message", d.message)
-                w.endObject()
-            }
-            w.endArray()
-        }
-        diagnostics("errors", errors)
+        w.key("errors")
+        diagnosticsJSON(&w, errors)
         w.field("problems", strings: problems)
-        diagnostics("warnings", warnings)
+        w.key("warnings")
+        diagnosticsJSON(&w, warnings)
         w.field("numbering_plan", config.map { "\($0.plan)" })
         w.field("mode", config?.mode.rawValue)
         w.field("listen", strings: config?.listen.map { "\($0)" } ?? [])
