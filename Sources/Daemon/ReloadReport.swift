@@ -40,6 +40,10 @@ public struct ReloadReport: Sendable, Equatable {
     /// Changed keys that take effect on restart (the daemon keeps the old value until then).
     public var needsRestart: [String] = []
     public var skipped: [Diagnostic] = []
+    /// What the daemon noted while loading that left nothing out (a torn journal record
+    /// nobody was told was written, a directory compiled under another plan): shown, no
+    /// effect on the exit status.
+    public var notes: [Diagnostic] = []
     public var directories: [Served] = []
     public var error: String? = nil
 
@@ -61,7 +65,8 @@ public struct ReloadReport: Sendable, Equatable {
 
     /// The report of a reload that swapped `new` in for `old`; `started` is the configuration
     /// the daemon started with, which the restart keys keep until it restarts.
-    init(trigger: String, started: LookupdConfig, old: ServingSet, new: ServingSet, warnings: [Diagnostic], milliseconds: Int) {
+    init(trigger: String, started: LookupdConfig, old: ServingSet, new: ServingSet, warnings: [Diagnostic], skipped: [Diagnostic],
+         milliseconds: Int) {
         self.trigger = trigger
         generation = new.generation
         previousGeneration = old.generation
@@ -72,7 +77,8 @@ public struct ReloadReport: Sendable, Equatable {
         for key in keys.sorted() where old.config.settings[key] != new.config.settings[key] || restart.contains(key) {
             if restart.contains(key) { needsRestart.append(key) } else { applied.append(key) }
         }
-        skipped = warnings
+        self.skipped = skipped
+        notes = warnings.filter { !skipped.contains($0) }
         var before: [String: UInt64] = [:]
         for d in old.screening.directories { before[d.name] = d.file.header.contentChecksum }
         directories = new.screening.directories.map { d in
@@ -116,6 +122,7 @@ public struct ReloadReport: Sendable, Equatable {
             out += "needs restart: \(needsRestart.joined(separator: ", ")) (the old values stay in force until the daemon restarts)\n"
         }
         for line in skipped { out += "skipped: \(line)\n" }
+        for line in notes { out += "note: \(line)\n" }
         return out
     }
 
@@ -137,6 +144,8 @@ public struct ReloadReport: Sendable, Equatable {
         w.field("needs_restart", strings: needsRestart)
         w.key("skipped")
         diagnosticsJSON(&w, skipped)
+        w.key("notes")
+        diagnosticsJSON(&w, notes)
         w.key("directories")
         w.beginArray()
         for d in directories {
@@ -168,10 +177,14 @@ public struct ReloadReport: Sendable, Equatable {
         self.milliseconds = Int(milliseconds)
         applied = value["applied"]?.strings ?? []
         needsRestart = value["needs_restart"]?.strings ?? []
-        skipped = value["skipped"]?.arrayValue?.compactMap { d in
-            guard let file = d["file"]?.stringValue, let line = d["line"]?.uint64, let message = d["message"]?.stringValue else { return nil }
-            return Diagnostic(file: file, line: Int(line), message: message)
-        } ?? []
+        func diagnostics(_ key: String) -> [Diagnostic] {
+            value[key]?.arrayValue?.compactMap { d in
+                guard let file = d["file"]?.stringValue, let line = d["line"]?.uint64, let message = d["message"]?.stringValue else { return nil }
+                return Diagnostic(file: file, line: Int(line), message: message)
+            } ?? []
+        }
+        skipped = diagnostics("skipped")
+        notes = diagnostics("notes")
         directories = value["directories"]?.arrayValue?.compactMap { d in
             guard let name = d["name"]?.stringValue, let version = d["version"]?.uint64, let numbers = d["numbers"]?.uint64,
                   let rules = d["prefix_rules"]?.uint64, let checksum = d["checksum"]?.stringValue,

@@ -158,7 +158,7 @@ final class ReloadThread: @unchecked Sendable {
             current.replace(journals.attach(loaded.set))
             status.reloaded()
             let report = ReloadReport(trigger: trigger, started: startedConfig, old: old, new: loaded.set, warnings: loaded.warnings,
-                                      milliseconds: Int((monotonicNow() - started) * 1000))
+                                      skipped: loaded.skipped, milliseconds: Int((monotonicNow() - started) * 1000))
             if !report.needsRestart.isEmpty {
                 logger.warning("reload: \(report.needsRestart.joined(separator: ", ")) changed; that takes effect on restart")
             }

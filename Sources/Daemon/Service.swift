@@ -67,7 +67,7 @@ public final class Service {
         loader = ServingSetLoader(configPath: options.configPath, stateDirectory: config.stateDirectory)
         do { try loader.prepare() } catch { throw ServiceError("\(error) (set state-directory in \(options.configPath))") }
         let started = monotonicNow()
-        let loaded: (set: ServingSet, warnings: [Diagnostic])
+        let loaded: (set: ServingSet, warnings: [Diagnostic], skipped: [Diagnostic])
         do { loaded = try loader.load(config) } catch { throw ServiceError(error.description) }
         for warning in loaded.warnings { logger.warning("\(warning)") }
         for warning in config.exposureWarnings { logger.warning(warning) }
