@@ -7,15 +7,17 @@ _lookupd_options() {
         query)   echo "--config --directory --contacts --callee --verstat --at --json --attribution --country --country-code --national-prefix --international-prefix --national-number-length --help" ;;
         compile) echo "--output --format --on-duplicate --directory-version --max-errors --memory --config --number-column --label-column --action-column --action --no-header --skip-invalid --vanity --discard-changes --country --country-code --national-prefix --international-prefix --national-number-length --json --quiet --help" ;;
         check)   echo "--json --help" ;;
-        check-config) echo "--config --help" ;;
+        check-config) echo "--json --config --help" ;;
         inspect) echo "--json --config --help" ;;
         export)  echo "--base-only --output --help" ;;
         serve)   echo "--config --help" ;;
-        reload|stats) echo "--config --socket --help" ;;
+        reload)  echo "--config --socket --json --help" ;;
+        stats)   echo "--config --socket --json --summary --help" ;;
         add)     echo "--block --label --expires --from-file --to --json --config --country --country-code --national-prefix --international-prefix --national-number-length --help" ;;
         remove)  echo "--from --from-file --json --config --country --country-code --national-prefix --international-prefix --national-number-length --help" ;;
         compact) echo "--json --config --help" ;;
-        update)  echo "--config --force --allow-shrink --rollback --no-reload --quiet --help" ;;
+        search)  echo "--directory --limit --json --config --help" ;;
+        update)  echo "--config --force --allow-shrink --rollback --no-reload --quiet --json --help" ;;
         log)     echo "--blocked --verdict --since --until --caller --callee --id --follow --json --config --file --help" ;;
     esac
 }
@@ -30,7 +32,7 @@ _lookupd() {
         words=("${COMP_WORDS[@]}")
         cword=$COMP_CWORD
     fi
-    local commands="query compile check check-config inspect export serve reload stats add remove compact update log"
+    local commands="query compile check check-config inspect export serve reload stats add remove compact search update log"
 
     if [ "$cword" -eq 1 ]; then
         COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))

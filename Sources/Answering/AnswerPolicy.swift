@@ -54,6 +54,8 @@ public final class AnswerPolicy: Sendable {
     /// of a label become `'` and `/`).
     let plainQuotedStrings: Bool
     public let logFormat: LogFormat
+    /// `log-unknown`: unknown callers are decision-log lines too.
+    public let logUnknown: Bool
     /// `time-zone`, for `active=` windows.
     public let zone: ZoneRules
 
@@ -97,6 +99,7 @@ public final class AnswerPolicy: Sendable {
         labelInAssertedIdentity = config.proxy.labelInAssertedIdentity
         plainQuotedStrings = config.labelEscapes == .replace
         logFormat = config.operations.logFormat
+        logUnknown = config.operations.logUnknown
         self.zone = zone
     }
 

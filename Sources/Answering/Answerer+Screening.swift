@@ -65,7 +65,7 @@ extension Answerer {
     mutating func logCall(_ request: SIPRequest, _ d: Decision, status: Int, set: ServingSet,
                           source: SIPSourceAddress, now: WallTime, id: String? = nil, treatment: String? = nil, log: inout LogLines) {
         let decided = d.verdict == .blocked || d.verdict == .identified || d.verdict == .contact || d.policy != nil
-            || d.inactiveDirectory != nil
+            || d.inactiveDirectory != nil || (d.verdict == .unknown && set.policy.logUnknown)
         let level: LogLevel = d.verdict == .blocked ? .notice : decided ? .info : .debug
         let toFile = decided && log.writesFile
         guard log.enabled(level) || toFile else { return }

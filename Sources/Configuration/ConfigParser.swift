@@ -287,6 +287,7 @@ public enum ConfigParser {
             seen[key] = lineNumber
             do {
                 try spec.apply(&state, value)
+                state.config.settings[key, default: []].append(value)
             } catch {
                 errors.append(Diagnostic(file: path, line: lineNumber, message: "\(key): \(error.message)"))
             }

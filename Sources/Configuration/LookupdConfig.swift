@@ -182,6 +182,9 @@ public struct LookupdConfig: Sendable {
     public var replication: ReplicationConfig? = nil
     /// How rejections are worded: redress, redress-jcard, reject 433, label-to-caller.
     public var treatment = TreatmentConfig()
+    /// Every key's values as written, in file order: a reload compares them with the
+    /// running configuration's to report which keys changed.
+    public var settings: [String: [String]] = [:]
 
     /// Whether any block is answered 603+ (which needs `redress`).
     public var usesNetworkBlocked: Bool {

@@ -23,6 +23,8 @@ public struct OperationsConfig: Sendable, Equatable {
     /// `http-write-allow-from`; nil: loopback only.
     public var httpWriteAllowFrom: [CIDR]? = nil
     public var logFormat: LogFormat = .text
+    /// `log-unknown`: callers no list knows are logged too (most calls, on a trunk).
+    public var logUnknown = false
     /// `log-file`; nil: decision lines go to standard error only.
     public var logFile: String? = nil
     public var logFileMaxSize: Int = 10 << 20

@@ -29,6 +29,8 @@ extension ConfigParser {
         },
         .choice("log-format", \.config.operations.logFormat,
                 summary: "Shape of decision-log lines: key=value pairs (default) or one JSON object per line."),
+        .flag("log-unknown", \.config.operations.logUnknown,
+              summary: "Log unknown callers too (verdict unknown), at info and in log-file: one line per such call, which on a busy trunk is most calls (default no)."),
         .path("log-file",
               summary: "Also write the decision log (every blocked, identified, contact or policy call) to this file, rotated by size; lookupd log reads it.") { $0.config.operations.logFile = $1 },
         ConfigKey(name: "log-file-max-size", syntax: "BYTES[K|M|G]", repeatable: false,

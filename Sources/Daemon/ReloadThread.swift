@@ -20,11 +20,16 @@ final class ReloadThread: @unchecked Sendable {
     /// A finished reload's answer for the control client that asked (nil: a signal asked).
     struct Finished {
         var client: Int?
-        var answer: String
+        /// The client asked for the report as JSON (`reload json`).
+        var json: Bool
+        var report: ReloadReport
+
+        /// The answer the client asked for, one line of JSON or the text.
+        var answer: String { json ? String(decoding: report.json(), as: UTF8.self) + "\n" : report.text }
     }
 
     private struct Queue {
-        var requests: [(trigger: String, client: Int?)] = []
+        var requests: [(trigger: String, client: Int?, json: Bool)] = []
         var finished: [Finished] = []
     }
 
@@ -38,6 +43,8 @@ final class ReloadThread: @unchecked Sendable {
     /// The running replication thread; replaced here only (after `run` starts).
     private let replication: Locked<ReplicationFeed?>
     private let configPath: String
+    /// What the sockets, workers and files opened at start were made from.
+    private let startedConfig: LookupdConfig
     private let queue = Locked(Queue())
     /// Posted to wake the loader (a request, or stop).
     private let wakeFD: Int32
@@ -56,6 +63,7 @@ final class ReloadThread: @unchecked Sendable {
         self.stopFlag = stopFlag
         self.replication = replication
         self.configPath = configPath
+        startedConfig = current.get().config
         do {
             wakeFD = try Poll.makeEventCounter()
             finishedFD = try Poll.makeEventCounter()
@@ -72,8 +80,8 @@ final class ReloadThread: @unchecked Sendable {
     }
 
     /// Asks for a reload; `client` gets the answer through `takeFinished`.
-    func request(_ trigger: String, client: Int?) {
-        queue.withLock { $0.requests.append((trigger, client)) }
+    func request(_ trigger: String, client: Int?, json: Bool = false) {
+        queue.withLock { $0.requests.append((trigger, client, json)) }
         Poll.post(wakeFD)
     }
 
@@ -119,9 +127,9 @@ final class ReloadThread: @unchecked Sendable {
             if !requests.isEmpty {
                 var triggers: [String] = []
                 for r in requests where !triggers.contains(r.trigger) { triggers.append(r.trigger) }
-                let answer = reload(trigger: triggers.joined(separator: ", "))
+                let report = reload(trigger: triggers.joined(separator: ", "))
                 queue.withLock { q in
-                    for r in requests { q.finished.append(Finished(client: r.client, answer: answer)) }
+                    for r in requests { q.finished.append(Finished(client: r.client, json: r.json, report: report)) }
                 }
                 Poll.post(finishedFD)
             }
@@ -133,40 +141,35 @@ final class ReloadThread: @unchecked Sendable {
     }
 
     /// Loads a new set and swaps it in; on failure the old one stays.
-    private func reload(trigger: String) -> String {
+    private func reload(trigger: String) -> ReloadReport {
         notifier.reloading()
         let started = monotonicNow()
         defer { notifier.send("READY=1\nSTATUS=serving") }
         do throws(LoadFailure) {
             let loaded = try loader.load()
-            let old = current.get().config
-            if loaded.set.config.listen != old.listen || loaded.set.config.workers != old.workers
-                || loaded.set.config.controlSocket != old.controlSocket || loaded.set.config.maxMessageSize != old.maxMessageSize
-                || loaded.set.config.stateDirectory != old.stateDirectory
-                || loaded.set.config.operations.httpListen != old.operations.httpListen
-                || loaded.set.config.operations.logFile != old.operations.logFile
-                || loaded.set.config.operations.logFileMaxSize != old.operations.logFileMaxSize
-                || loaded.set.config.operations.logFileKeep != old.operations.logFileKeep
-                || loaded.set.config.mode != old.mode || loaded.set.config.proxy.upstream != old.proxy.upstream {
-                logger.warning("reload: listen, workers, control-socket, state-directory, max-message-size, http-listen, log-file, mode and upstream changes take effect on restart")
-            }
+            let old = current.get()
             for warning in loaded.warnings { logger.warning("\(warning)") }
             do { try reconfigureReplication(loaded.set.config) } catch {
                 throw LoadFailure.config(Diagnostic(file: configPath, line: 0, message: error.description))
             }
-            if loaded.set.config.exposureWarnings != old.exposureWarnings {
+            if loaded.set.config.exposureWarnings != old.config.exposureWarnings {
                 for warning in loaded.set.config.exposureWarnings { logger.warning(warning) }
             }
             current.replace(journals.attach(loaded.set))
             status.reloaded()
-            let message = "reloaded (\(trigger)) generation \(loaded.set.generation) in \(Int((monotonicNow() - started) * 1000)) ms: \(Service.describe(loaded.set))"
-            logger.notice(message)
-            return message
+            let report = ReloadReport(trigger: trigger, started: startedConfig, old: old, new: loaded.set, warnings: loaded.warnings,
+                                      skipped: loaded.skipped, milliseconds: Int((monotonicNow() - started) * 1000))
+            if !report.needsRestart.isEmpty {
+                logger.warning("reload: \(report.needsRestart.joined(separator: ", ")) changed; that takes effect on restart")
+            }
+            logger.notice("reloaded (\(trigger)) generation \(loaded.set.generation) in \(report.milliseconds) ms: \(Service.describe(loaded.set))")
+            return report
         } catch {
             status.reloadFailed(error.description)
-            let message = "reload (\(trigger)) failed, still serving generation \(current.generation): \(error)"
-            logger.error(message)
-            return "error: " + message
+            let report = ReloadReport(trigger: trigger, failedWith: error.description, serving: current.generation,
+                                      milliseconds: Int((monotonicNow() - started) * 1000))
+            logger.error(String(report.text.dropFirst("error: ".count).dropLast()))
+            return report
         }
     }
 

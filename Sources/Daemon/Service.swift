@@ -40,6 +40,8 @@ public final class Service {
     // Operations (docs/OPERATIONS.md): reload outcomes for the HTTP thread,
     // the log writer, the HTTP listener and its thread.
     private let status = ServiceStatus()
+    /// `lookupd stats --summary`'s windows; the control loop's.
+    private let verdictWindows = VerdictWindows()
     private var logSink: LogSink?
     private var http: HTTPListener?
     private var httpThread: pthread_t?
@@ -53,8 +55,11 @@ public final class Service {
     /// Loads and verifies everything; throws a message for the operator.
     public init(options: Options) throws(ServiceError) {
         self.options = options
-        let config: LookupdConfig
-        do { config = try ConfigParser.load(path: options.configPath) } catch { throw ServiceError(error.description) }
+        // Every error of the file at once, as check-config reports them.
+        let checked = ConfigParser.check(path: options.configPath)
+        guard let config = checked.config else {
+            throw ServiceError(checked.errors.map(\.description).joined(separator: "\n"), diagnostics: checked.errors)
+        }
         logger = Logger(level: config.logLevel)
         guard !config.listen.isEmpty else {
             throw ServiceError("\(options.configPath): no 'listen' address configured (e.g. listen = udp:127.0.0.1:5060)")
@@ -62,7 +67,7 @@ public final class Service {
         loader = ServingSetLoader(configPath: options.configPath, stateDirectory: config.stateDirectory)
         do { try loader.prepare() } catch { throw ServiceError("\(error) (set state-directory in \(options.configPath))") }
         let started = monotonicNow()
-        let loaded: (set: ServingSet, warnings: [Diagnostic])
+        let loaded: (set: ServingSet, warnings: [Diagnostic], skipped: [Diagnostic])
         do { loaded = try loader.load(config) } catch { throw ServiceError(error.description) }
         for warning in loaded.warnings { logger.warning("\(warning)") }
         for warning in config.exposureWarnings { logger.warning(warning) }
@@ -229,6 +234,7 @@ public final class Service {
         while true {
             let timeout = Int32(min(watchdog ?? 1.0, 0.25) * 1000)
             let n = Poll.wait(epfd, &events, timeout: timeout)
+            verdictWindows.sample(Worker.verdictTotals(workers), at: Int(monotonicNow()))
             if let watchdog, monotonicNow() - lastPing >= watchdog {
                 notifier.send("WATCHDOG=1")
                 lastPing = monotonicNow()
@@ -249,7 +255,7 @@ public final class Service {
                     }
                 } else if let reloads, fd == reloads.finishedFD {
                     for done in reloads.takeFinished() {
-                        if let client = done.client { control?.answer(id: client, done.answer + "\n", epfd: epfd) }
+                        if let client = done.client { control?.answer(id: client, done.answer, epfd: epfd) }
                     }
                 } else if let control, fd == control.fd {
                     control.acceptAll(epfd: epfd)
@@ -265,18 +271,29 @@ public final class Service {
     private func handle(_ command: String, client: Int) -> String? {
         switch command {
         case "stats":
-            return Service.metricsText(workers: workers, set: current.get(), status: status, log: logSink,
-                                       http: http == nil ? nil : httpCounters, httpLatency: http == nil ? nil : httpLatency,
-                                       replication: replication.withLock { $0 }?.report)
-        case "reload":
+            return metricsNow()
+        case "stats json":
+            return String(decoding: StatsJSON.json(fromExposition: metricsNow()), as: UTF8.self) + "\n"
+        case "stats summary":
+            let now = Int(monotonicNow())
+            return String(decoding: StatsSummary.json(totals: Worker.verdictTotals(workers), windows: verdictWindows, now: now,
+                                                      uptime: Int(monotonicNow() - status.startedAt), generation: current.generation),
+                          as: UTF8.self) + "\n"
+        case "reload", "reload json":
             guard let reloads else { return "error: no reload thread\n" }
-            reloads.request("control socket", client: client)
+            reloads.request("control socket", client: client, json: command == "reload json")
             return nil
         case "ping":
             return "pong\n"
         default:
-            return "error: unknown command '\(command.prefix(40))' (expected stats, reload or ping)\n"
+            return "error: unknown command '\(command.prefix(40))' (expected stats, stats json, stats summary, reload, reload json or ping)\n"
         }
+    }
+
+    private func metricsNow() -> String {
+        Service.metricsText(workers: workers, set: current.get(), status: status, log: logSink,
+                            http: http == nil ? nil : httpCounters, httpLatency: http == nil ? nil : httpLatency,
+                            replication: replication.withLock { $0 }?.report)
     }
 
     /// What `lookupd stats` prints and /metrics serves: the same text.
@@ -303,5 +320,10 @@ public final class Service {
 
 public struct ServiceError: Error, CustomStringConvertible {
     public var description: String
-    init(_ description: String) { self.description = description }
+    /// The configuration's errors (FILE:LINE each) when that is why it cannot start.
+    public var diagnostics: [Diagnostic] = []
+    init(_ description: String, diagnostics: [Diagnostic] = []) {
+        self.description = description
+        self.diagnostics = diagnostics
+    }
 }

@@ -23,13 +23,13 @@ final class ServingSetLoader {
 
     /// A fully verified new set, or an error saying why not (the caller
     /// keeps serving the old one).
-    func load() throws(LoadFailure) -> (set: ServingSet, warnings: [Diagnostic]) {
+    func load() throws(LoadFailure) -> (set: ServingSet, warnings: [Diagnostic], skipped: [Diagnostic]) {
         let config: LookupdConfig
         do { config = try ConfigParser.load(path: configPath) } catch { throw .config(error) }
         return try load(config)
     }
 
-    func load(_ config: LookupdConfig) throws(LoadFailure) -> (set: ServingSet, warnings: [Diagnostic]) {
+    func load(_ config: LookupdConfig) throws(LoadFailure) -> (set: ServingSet, warnings: [Diagnostic], skipped: [Diagnostic]) {
         // At start and at every reload: a listener beyond loopback needs its sources named.
         if let problem = config.exposureProblem { throw .config(Diagnostic(file: configPath, line: 0, message: problem)) }
         let loaded: ScreeningLoader.Loaded
@@ -42,7 +42,7 @@ final class ServingSetLoader {
         store.retain(only: config.directories.map(\.path))
         generation += 1
         let set = ServingSet(generation: generation, config: config, screening: loaded.set, zone: loaded.zone)
-        return (set, loaded.warnings)
+        return (set, loaded.warnings, loaded.skipped)
     }
 }
 

@@ -1,3 +1,5 @@
+import TextFormats
+
 /// How much a message matters; the CLI maps it to journald priorities.
 public enum FeedLogLevel: Int, Sendable {
     case error = 3, warning = 4, notice = 5, info = 6
@@ -41,5 +43,48 @@ public struct FeedUpdateResult: Sendable {
     public var succeeded: Bool {
         if case .failed = reload { return false }
         return failed.isEmpty
+    }
+}
+
+extension FeedUpdateResult {
+    /// `lookupd update --json` (lookupd(8) JSON OUTPUT): the feeds by outcome, the reload,
+    /// and every message the update logged (`messages`, oldest first), which the text
+    /// output prints as it goes.
+    public func json(messages: [(level: FeedLogLevel, message: String)]) -> [UInt8] {
+        var w = JSONWriter()
+        w.beginObject()
+        w.field("succeeded", succeeded)
+        w.field("installed", strings: installed)
+        w.field("unchanged", strings: unchanged)
+        w.field("failed", strings: failed)
+        w.key("reload")
+        if let reload {
+            w.beginObject()
+            switch reload {
+            case .reloaded(let answer):
+                w.field("outcome", "reloaded")
+                w.field("message", String(answer.split(separator: "\n").first ?? ""))
+            case .noDaemon(let why):
+                w.field("outcome", "no_daemon")
+                w.field("message", why)
+            case .failed(let why):
+                w.field("outcome", "failed")
+                w.field("message", why)
+            }
+            w.endObject()
+        } else {
+            w.null()
+        }
+        w.key("messages")
+        w.beginArray()
+        for m in messages {
+            w.beginObject()
+            w.field("level", m.level == .error ? "error" : m.level == .warning ? "warning" : m.level == .notice ? "notice" : "info")
+            w.field("message", m.message)
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+        return w.bytes
     }
 }

@@ -16,6 +16,10 @@ public enum ScreeningLoader {
         /// Skipped contacts, torn journal records and the like: worth
         /// logging, not fatal.
         public var warnings: [Diagnostic]
+        /// The part of `warnings` that left something out of the set: lines of a contacts
+        /// list, a contacts-dir file (the rest are notes: a torn record no one was told
+        /// was written, a plan mismatch, ...).
+        public var skipped: [Diagnostic] = []
     }
 
     /// How a directory file becomes a `DirectoryFile`. The CLI opens the
@@ -47,6 +51,8 @@ public enum ScreeningLoader {
             }
             callee = CalleeContacts(folder: folder, lists: perCallee, normalizer: normalizer)
         }
+        // Everything the contacts said so far was a line or a file left out.
+        let skipped = warnings
         var directories: [ScreeningDirectory] = []
         for entry in config.directories {
             let file: DirectoryFile
@@ -102,7 +108,7 @@ public enum ScreeningLoader {
         }
         let set = ScreeningSet(normalizer: normalizer, contacts: lists, directories: directories,
                                calleeContacts: callee, policies: config.policies, attribution: attribution)
-        return Loaded(set: set, zone: try ZoneLoader.load(config.timeZone), warnings: warnings)
+        return Loaded(set: set, zone: try ZoneLoader.load(config.timeZone), warnings: warnings, skipped: skipped)
     }
 
     /// A directory compiled under another numbering plan than the one in force: its numbers

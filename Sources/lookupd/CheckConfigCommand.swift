@@ -1,13 +1,11 @@
 import Configuration
-import Directory
-import Glibc
 import Loading
 
 let checkConfigCommand = Command(
     name: "check-config",
     summary: "check a configuration and every file it names, all errors at once",
     usage: """
-    Usage: lookupd check-config [--config FILE]
+    Usage: lookupd check-config [--json] [--config FILE]
 
     Reads the configuration as lookupd serve would and reports every error
     of the file at once (FILE:LINE each), then opens and verifies every
@@ -17,6 +15,7 @@ let checkConfigCommand = Command(
     numbering plan, the listeners, the directories and the contacts.
 
     Options:
+      --json           one JSON object, sound or not (lookupd(8) JSON OUTPUT)
       --config FILE    the configuration (default: $LOOKUPD_CONFIG, else
                        /etc/lookupd/lookupd.conf)
       -h, --help       this text
@@ -29,73 +28,24 @@ let checkConfigCommand = Command(
 )
 
 private func runCheckConfig(_ raw: [String]) throws -> Int32 {
-    let args = try Arguments(raw, valued: ["config"], flags: [])
+    let args = try Arguments(raw, valued: ["config"], flags: ["json"])
     if args.flag("help") { return printUsage(checkConfigCommand) }
     guard args.positionals.isEmpty else { throw UsageError("unexpected argument '\(args.positionals[0])'") }
     let path = try ConfigLocation.path(explicit: try args.value("config"))
-    let checked = ConfigParser.check(path: path)
+    let check = ConfigCheck(path: path)
+    if args.flag("json") {
+        var out = OutputBuffer(fd: 1)
+        out.append(check.json())
+        out.append("\n")
+        out.flush()
+        return check.sound ? 0 : 1
+    }
+    for warning in check.warnings { printWarning("\(warning)") }
     var err = OutputBuffer(fd: 2)
-    guard let config = checked.config else {
-        for diagnostic in checked.errors { err.append(diagnostic.description + "\n") }
-        err.append("lookupd: error: \(plural(checked.errors.count, "error")) in \(path)\n")
-        err.flush()
-        return 1
-    }
-    var problems: [String] = []
-    var lines: [String] = []
-    for directory in config.directories {
-        do {
-            let file = try DirectoryFile(path: directory.path)
-            try file.verify()
-            var line = "directory \(directory.name): \(directory.path): \(plural(file.count, "number")), \(plural(file.prefixRuleCount, "prefix rule"))"
-            let journalPath = JournalFormat.path(forDirectory: directory.path)
-            do {
-                if let journal = try JournalFollower.read(path: journalPath) {
-                    line += "; journal: \(plural(journal.state.changeCount, "change"))"
-                    if let tail = journal.tail { problems.append("\(journalPath): torn last record (the next change cuts it off): \(tail)") }
-                }
-            } catch {
-                problems.append("\(error)")
-            }
-            lines.append(line)
-        } catch {
-            problems.append("directory \(directory.name): \(error)")
-        }
-    }
-    // Contacts, contacts-dir and the rest of what serving loads, read as the daemon reads them.
-    do {
-        let loaded = try ScreeningLoader.load(config, verify: false)
-        for warning in loaded.warnings { printWarning("\(warning)") }
-        let contacts = config.contacts.count + (config.contactsDirectory == nil ? 0 : 1)
-        if contacts > 0 { lines.append("contacts: \(config.contacts.joined(separator: ", "))\(config.contactsDirectory.map { " and \($0)/" } ?? "")") }
-    } catch {
-        let text = "\(error)"
-        if !problems.contains(where: { text.contains($0) || $0.contains(text) }) { problems.append(text) }
-    }
-    for feed in config.feeds {
-        let target = feed.into ?? config.directories.first?.path ?? ""
-        let folder = target.contains("/") ? String(target[..<target.lastIndex(of: "/")!]) : "."
-        if access(folder.isEmpty ? "/" : folder, W_OK) != 0 {
-            problems.append("feed \(feed.name): cannot write into \(folder) (where it installs \(target)): \(String(cString: strerror(errno)))")
-        }
-    }
-    if !problems.isEmpty {
-        for problem in problems { err.append("lookupd: error: \(problem)\n") }
-        err.append("lookupd: error: \(plural(problems.count, "problem")) with the files \(path) names\n")
-        err.flush()
-        return 1
-    }
+    err.append(check.errorText)
+    err.flush()
     var out = OutputBuffer(fd: 1)
-    out.append("\(path): ok\n")
-    let plan = config.plan
-    out.append("numbering plan: \(plan)\n")
-    for address in config.listen { out.append("listen: \(address)\n") }
-    if config.listen.isEmpty { out.append("listen: none (lookupd serve needs a listen line)\n") }
-    out.append("mode: \(config.mode.rawValue)\n")
-    if let http = config.operations.httpListen {
-        out.append("http-listen: \(String(http.description.dropFirst("tcp:".count)))\(config.operations.httpWriteTokenFile == nil ? "" : " (with the write API)")\n")
-    }
-    for line in lines { out.append(line + "\n") }
+    out.append(check.summaryText)
     out.flush()
-    return 0
+    return check.sound ? 0 : 1
 }

@@ -14,7 +14,7 @@ struct Command: Sendable {
 
     static var all: [Command] {
         [queryCommand, compileCommand, checkCommand, checkConfigCommand, inspectCommand, exportCommand, serveCommand, reloadCommand, statsCommand,
-         addCommand, removeCommand, compactCommand, updateCommand, logCommand]
+         addCommand, removeCommand, compactCommand, searchCommand, updateCommand, logCommand]
     }
 }
 

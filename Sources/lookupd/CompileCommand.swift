@@ -360,15 +360,3 @@ enum CompileColumns {
     }
 }
 
-/// Diagnostics as an array of {"file", "line", "message"} (line 0: the whole file).
-func diagnosticsJSON<S: Sequence>(_ w: inout JSONWriter, _ diagnostics: S) where S.Element == Diagnostic {
-    w.beginArray()
-    for d in diagnostics {
-        w.beginObject()
-        w.field("file", d.file)
-        w.field("line", d.line)
-        w.field("message", d.message)
-        w.endObject()
-    }
-    w.endArray()
-}

@@ -1,6 +1,7 @@
 import Configuration
 import Daemon
 import Glibc
+import TextFormats
 
 let serveCommand = Command(
     name: "serve",
@@ -35,7 +36,8 @@ let serveCommand = Command(
       -h, --help      this text
 
     Exit status: 0 after a clean stop, 1 when it cannot start (the reason is
-    printed), 2 usage error.
+    printed: every error of the configuration at once, FILE:LINE each, as
+    lookupd check-config prints them), 2 usage error.
 
     """,
     run: runServe
@@ -50,63 +52,144 @@ private func runServe(_ raw: [String]) throws -> Int32 {
         let service = try Service(options: Service.Options(configPath: path, version: lookupdVersion))
         return try service.run()
     } catch {
-        throw CommandFailure("\(error)")
+        guard !error.diagnostics.isEmpty else { throw CommandFailure("\(error)") }
+        // As check-config prints them: each FILE:LINE, then the count.
+        var err = OutputBuffer(fd: 2)
+        for diagnostic in error.diagnostics { err.append(diagnostic.description + "\n") }
+        err.flush()
+        throw CommandFailure("\(plural(error.diagnostics.count, "error")) in \(path)")
     }
 }
 
 let statsCommand = Command(
     name: "stats",
-    summary: "print the running daemon's counters (Prometheus text format)",
+    summary: "print the running daemon's counters (Prometheus text, --json or --summary)",
     usage: """
-    Usage: lookupd stats [--config FILE | --socket PATH]
+    Usage: lookupd stats [--json] [--summary] [--config FILE | --socket PATH]
 
     Asks the running daemon, over its control socket, for its counters:
     requests by method and transport, verdicts, responses by code, malformed
     and refused requests, TCP events, reloads, directory versions and entry
-    counts, per worker. Printed in the Prometheus text exposition format.
+    counts, per worker. Printed in the Prometheus text exposition format
+    (what /metrics serves), or with --json as one JSON object.
+
+    --summary prints a short table instead: calls per verdict in the last
+    minute, the last hour and since the daemon started (exact to a second).
 
     Options:
+      --json          one JSON object (lookupd(8) JSON OUTPUT); with --summary, the summary's
+      --summary       calls per verdict: last minute, last hour, since start
       --config FILE   take the control socket from this configuration
       --socket PATH   the control socket itself
       -h, --help      this text
 
+    Exit status: 0 printed, 1 no daemon (or it refused), 2 usage error.
+
     """,
-    run: { raw in try runControl(raw, command: "stats", usage: statsCommand) }
+    run: runStats
 )
 
 let reloadCommand = Command(
     name: "reload",
     summary: "make the running daemon reload its configuration and lists",
     usage: """
-    Usage: lookupd reload [--config FILE | --socket PATH]
+    Usage: lookupd reload [--json] [--config FILE | --socket PATH]
 
     Asks the running daemon to re-read its configuration, contacts and
     directories (like SIGHUP) and waits for the outcome. The new set is
     verified completely before it replaces the old one; if anything is
     wrong, the daemon keeps serving the old set and this command prints why.
 
-    Exit status: 0 reloaded, 1 refused or no daemon, 2 usage error.
+    Prints what the reload did: the changed configuration keys now in force
+    (applied), those that take effect only on restart (listen, workers,
+    control-socket, state-directory, max-message-size, http-listen, log-file,
+    log-file-max-size, log-file-keep, mode, upstream: the old values stay in
+    force meanwhile), every line or file of a contacts list it left out
+    (skipped), what it noted that left nothing out (note: a torn journal
+    record, a directory compiled under another plan), and the directories
+    served.
+
+    Options:
+      --json          one JSON object (lookupd(8) JSON OUTPUT)
+      --config FILE   take the control socket from this configuration
+      --socket PATH   the control socket itself
+      -h, --help      this text
+
+    Exit status: 0 reloaded and everything applied, 1 refused (the old set
+    stays) or no daemon, 2 usage error, 3 reloaded but a changed key waits
+    for a restart, 4 reloaded but contacts were left out (and nothing waits).
 
     """,
-    run: { raw in try runControl(raw, command: "reload", usage: reloadCommand) }
+    run: runReload
 )
 
-private func runControl(_ raw: [String], command: String, usage: Command) throws -> Int32 {
-    let args = try Arguments(raw, valued: ["config", "socket"], flags: [])
-    if args.flag("help") { return printUsage(usage) }
-    guard args.positionals.isEmpty else { throw UsageError("unexpected argument '\(args.positionals[0])'") }
-    var socket = try args.value("socket")
-    if socket == nil {
-        socket = try ConfigLocation.load(explicit: try args.value("config")).controlSocket
-    }
+/// The control socket a command talks to: `--socket`, else the configuration's.
+private func controlSocket(_ args: Arguments) throws -> String {
+    if let socket = try args.value("socket") { return socket }
+    return try ConfigLocation.load(explicit: try args.value("config")).controlSocket
+}
+
+/// One command over the control socket; an `error:` answer is the daemon's refusal.
+private func ask(_ command: String, _ socket: String) throws -> String {
     let answer: String
     do {
-        answer = try ControlClient.send(command, to: socket!)
+        answer = try ControlClient.send(command, to: socket)
     } catch {
         throw CommandFailure("\(error)")
     }
-    var out = OutputBuffer(fd: answer.hasPrefix("error:") ? 2 : 1)
-    out.append(answer)
+    if answer.hasPrefix("error:") { throw CommandFailure(String(answer.dropFirst(6)).trimmingSpaces) }
+    return answer
+}
+
+private func runStats(_ raw: [String]) throws -> Int32 {
+    let args = try Arguments(raw, valued: ["config", "socket"], flags: ["json", "summary"])
+    if args.flag("help") { return printUsage(statsCommand) }
+    guard args.positionals.isEmpty else { throw UsageError("unexpected argument '\(args.positionals[0])'") }
+    let socket = try controlSocket(args)
+    let json = args.flag("json"), summary = args.flag("summary")
+    let answer = try ask(summary ? "stats summary" : json ? "stats json" : "stats", socket)
+    var out = OutputBuffer(fd: 1)
+    if summary && !json {
+        guard let table = (try? JSONValue.parse(answer)).flatMap(StatsSummary.table) else {
+            throw CommandFailure("the daemon's summary is not one this lookupd reads: \(answer.prefix(80))")
+        }
+        out.append(table)
+    } else {
+        out.append(answer)
+    }
     out.flush()
-    return answer.hasPrefix("error:") ? 1 : 0
+    return 0
+}
+
+private func runReload(_ raw: [String]) throws -> Int32 {
+    let args = try Arguments(raw, valued: ["config", "socket"], flags: ["json"])
+    if args.flag("help") { return printUsage(reloadCommand) }
+    guard args.positionals.isEmpty else { throw UsageError("unexpected argument '\(args.positionals[0])'") }
+    let socket = try controlSocket(args)
+    let answer: String
+    do {
+        answer = try ControlClient.send("reload json", to: socket)
+    } catch {
+        throw CommandFailure("\(error)")
+    }
+    guard let report = (try? JSONValue.parse(answer)).flatMap(ReloadReport.init(json:)) else {
+        // A refusal before any reload ran (no reload thread), or a daemon of another version.
+        var err = OutputBuffer(fd: 2)
+        err.append(answer.hasPrefix("error:") ? answer : "error: the daemon's answer is not a reload report: \(answer.prefix(200))\n")
+        err.flush()
+        return 1
+    }
+    var out = OutputBuffer(fd: args.flag("json") || report.outcome != .failed ? 1 : 2)
+    out.append(args.flag("json") ? answer : report.text)
+    out.flush()
+    return report.exitStatus
+}
+
+extension String {
+    var trimmingSpaces: String {
+        var s = Substring(self)
+        while let f = s.first, f == " " || f == "\n" { s.removeFirst() }
+        while let l = s.last, l == " " || l == "\n" { s.removeLast() }
+        return String(s)
+    }
 }

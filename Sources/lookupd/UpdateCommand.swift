@@ -2,13 +2,14 @@ import Configuration
 import Daemon
 import Feeds
 import Glibc
+import SystemCalls
 
 let updateCommand = Command(
     name: "update",
     summary: "download, check and install the configured directory feeds",
     usage: """
     Usage: lookupd update [OPTIONS] [FEED...]
-           lookupd update --rollback FEED
+           lookupd update --rollback FEED [--json]
 
     For each feed (every `feed =` line of the configuration, or the ones named):
     downloads the list over HTTP(S) with a conditional request (an unchanged
@@ -30,6 +31,8 @@ let updateCommand = Command(
                          (with every feed merged into it); run again to undo
       --no-reload        do not ask the daemon to reload
       -q, --quiet        print only problems
+      --json             print the outcome as one JSON object (lookupd(8)); problems
+                         are printed on standard error as well
       -h, --help         this text
 
     Exit status: 0 every feed current, 1 a feed failed or the daemon refused
@@ -40,7 +43,7 @@ let updateCommand = Command(
 )
 
 private func runUpdate(_ raw: [String]) throws -> Int32 {
-    let args = try Arguments(raw, valued: ["config", "rollback"], flags: ["force", "allow-shrink", "no-reload", "quiet"],
+    let args = try Arguments(raw, valued: ["config", "rollback"], flags: ["force", "allow-shrink", "no-reload", "quiet", "json"],
                              aliases: ["q": "quiet"])
     if args.flag("help") { return printUsage(updateCommand) }
     let rollback = try args.value("rollback")
@@ -49,11 +52,15 @@ private func runUpdate(_ raw: [String]) throws -> Int32 {
     }
     let config = try ConfigLocation.load(explicit: try args.value("config"), required: true)
     let quiet = args.flag("quiet")
+    let json = args.flag("json")
+    // With --json, every message goes into the object; problems are on standard error too.
+    let messages = Locked<[(level: FeedLogLevel, message: String)]>([])
     // Under systemd, journald reads the <N> priority prefixes; on a terminal they are noise.
     let journal = getenv("JOURNAL_STREAM") != nil
     let socket = config.controlSocket
     let updater = FeedUpdater(config: config, log: { level, message in
-        if quiet && level.rawValue > FeedLogLevel.warning.rawValue { return }
+        if json { messages.withLock { $0.append((level, message)) } }
+        if (quiet || json) && level.rawValue > FeedLogLevel.warning.rawValue { return }
         var out = OutputBuffer(fd: level.rawValue <= FeedLogLevel.warning.rawValue ? 2 : 1)
         out.append(journal ? "<\(level.rawValue)>" : "")
         out.append(level == .error ? "lookupd: error: " : level == .warning ? "lookupd: warning: " : "")
@@ -77,6 +84,12 @@ private func runUpdate(_ raw: [String]) throws -> Int32 {
     } catch {
         throw CommandFailure(error.message)
     }
+    if json {
+        var out = OutputBuffer(fd: 1)
+        out.append(result.json(messages: messages.withLock { $0 }))
+        out.append("\n")
+        out.flush()
+    }
     return result.succeeded ? 0 : 1
 }
 
@@ -85,20 +98,11 @@ private func runUpdate(_ raw: [String]) throws -> Int32 {
 private func askDaemonToReload(_ socket: String) -> ReloadOutcome {
     do {
         let answer = try ControlClient.send("reload", to: socket, timeout: 120)
-        if answer.hasPrefix("error:") { return .failed(String(answer.dropFirst(6)).trimmedSpaces) }
+        if answer.hasPrefix("error:") { return .failed(String(answer.dropFirst(6)).trimmingSpaces) }
         if answer.isEmpty { return .failed("no answer on \(socket)") }
         return .reloaded(answer)
     } catch {
         if error.code == ENOENT || error.code == ECONNREFUSED { return .noDaemon("no daemon listens on \(socket)") }
         return .failed("\(error)")
-    }
-}
-
-private extension String {
-    var trimmedSpaces: String {
-        var s = Substring(self)
-        while let f = s.first, f == " " || f == "\n" { s.removeFirst() }
-        while let l = s.last, l == " " || l == "\n" { s.removeLast() }
-        return String(s)
     }
 }

@@ -23,7 +23,11 @@ final class CheckConfigTests: CLITestCase {
         lookupd: error: 3 errors in \(config)
 
         """)
-        // serve and query still stop at the same first error.
+        // serve refuses to start with the same messages, every one of them.
+        let serve = try lookupd(["serve", "--config", config], timeout: 30)
+        XCTAssertEqual(serve.status, 1, serve.summary)
+        XCTAssertEqual(serve.stderr, r.stderr, "serve prints what check-config prints")
+        // query still stops at the first error.
         XCTAssertTrue(try lookupd(["query", "--config", config, "+8613800138000"]).stderr.contains("\(config):2: unknown key 'directroy'"))
     }
 
@@ -54,5 +58,50 @@ final class CheckConfigTests: CLITestCase {
         XCTAssertTrue(r.stdoutLines.contains("http-listen: 127.0.0.1:9180"), r.stdout)
         XCTAssertTrue(r.stdoutLines.contains { $0.hasPrefix("directory good: ") && $0.hasSuffix("1 number, 0 prefix rules") }, r.stdout)
         XCTAssertTrue(r.stdoutLines.contains { $0.hasPrefix("numbering plan: ") }, r.stdout)
+    }
+
+    /// `--json`: the same facts as one object, sound or not, with the same exit status.
+    func testJSONHoldsTheErrorsOrWhatIsInForce() throws {
+        func object(_ r: RunResult) throws -> [String: Any] {
+            XCTAssertEqual(r.stdout.filter { $0 == "\n" }.count, 1, r.stdout)
+            return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], r.stdout)
+        }
+        let bad = write("bad.conf", "directroy = main.lkd\nworkers = lots\n")
+        var r = try lookupd(["check-config", "--json", "--config", bad])
+        XCTAssertEqual(r.status, 1, r.stderr)
+        var o = try object(r)
+        XCTAssertEqual(o["ok"] as? Bool, false)
+        XCTAssertEqual(o["config"] as? String, bad)
+        let errors = try XCTUnwrap(o["errors"] as? [[String: Any]])
+        XCTAssertEqual(errors.map { $0["line"] as? Int }, [1, 2])
+        XCTAssertEqual(errors.first?["message"] as? String, "unknown key 'directroy' (did you mean 'directory'?)")
+        XCTAssertTrue(o["numbering_plan"] is NSNull)
+
+        let good = try compileCSV("number,action,label\n+8613800138000,block,Fraud\n+8613800138001,block,Fraud\n", to: "good.lkd")
+        XCTAssertEqual(try lookupd(["add", "+8613800138002", "--block", "--to", good]).status, 0)
+        let missing = write("missing.conf", "country = CN\ndirectory = good.lkd name=good\ndirectory = gone.lkd name=gone\n")
+        r = try lookupd(["check-config", "--json", "--config", missing])
+        XCTAssertEqual(r.status, 1, r.stderr)
+        o = try object(r)
+        XCTAssertEqual(o["ok"] as? Bool, false)
+        XCTAssertEqual((o["problems"] as? [String])?.count, 1, "\(o)")
+        XCTAssertTrue((o["problems"] as? [String])?.first?.hasPrefix("directory gone: ") ?? false, "\(o)")
+
+        let sound = write("sound.conf", "country = CN\ndirectory = good.lkd name=good\nlisten = udp:127.0.0.1:5099\nlisten = tcp:127.0.0.1:5099\n")
+        r = try lookupd(["check-config", "--json", "--config", sound])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        o = try object(r)
+        XCTAssertEqual(o["ok"] as? Bool, true)
+        XCTAssertEqual(o["listen"] as? [String], ["udp:127.0.0.1:5099", "tcp:127.0.0.1:5099"])
+        XCTAssertEqual(o["mode"] as? String, "redirect")
+        XCTAssertTrue(o["http_listen"] is NSNull)
+        let directory = try XCTUnwrap((o["directories"] as? [[String: Any]])?.first)
+        // Against the file itself: inspect --json reads the same counts.
+        let inspect = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try lookupd(["inspect", "--json", good]).stdout.utf8)) as? [String: Any])
+        XCTAssertEqual(directory["numbers"] as? Int, inspect["numbers"] as? Int)
+        XCTAssertEqual(directory["numbers"] as? Int, 2)
+        XCTAssertEqual(directory["journal_changes"] as? Int, 1)
+        XCTAssertEqual(directory["path"] as? String, good)
+        XCTAssertTrue((o["numbering_plan"] as? String)?.hasPrefix("CN") ?? false, "\(o)")
     }
 }

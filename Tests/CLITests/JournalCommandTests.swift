@@ -458,3 +458,45 @@ final class Spawned {
         return result
     }
 }
+
+/// `lookupd search`: by the start of a number in any written form and by a word of a label,
+/// over the directory with its journal changes, as text and JSON.
+final class SearchCommandTests: CLITestCase {
+    func testFindsByNumberPrefixAndLabelWithTheJournalInForce() throws {
+        let main = try compileCSV("""
+        number,action,label
+        +8613800138000,block,Fraud Risk
+        +8613800138001,identify,Fake BANK Hotline
+        +8613900000000,block,
+        +86170*,block,Virtual Operator Range
+
+        """, to: "main.lkd")
+        let other = try compileCSV("number,action,label\n+12025550143,identify,Bank of Somewhere\n", to: "other.lkd")
+        let config = write("search.conf", "country = CN\ndirectory = main.lkd name=main\ndirectory = other.lkd name=other\n")
+        XCTAssertEqual(try lookupd(["add", "+8613800138002", "--block", "--label", "Journal Bank", "--to", "main", "--config", config]).status, 0)
+        XCTAssertEqual(try lookupd(["remove", "+8613800138000", "--from", "main", "--config", config]).status, 0)
+
+        var r = try lookupd(["search", "+86 138", "--config", config])
+        XCTAssertEqual(r.status, 0, r.summary)
+        XCTAssertEqual(r.stdoutLines, ["main\t+8613800138001\tidentify\tFake BANK Hotline", "main\t+8613800138002\tblock\tJournal Bank"],
+                       "the removed number is gone, the added one is there")
+        r = try lookupd(["search", "bank", "--config", config])
+        XCTAssertEqual(r.stdoutLines, ["main\t+8613800138001\tidentify\tFake BANK Hotline", "main\t+8613800138002\tblock\tJournal Bank",
+                                       "other\t+12025550143\tidentify\tBank of Somewhere"])
+        r = try lookupd(["search", "86170", "--json", "--directory", main])
+        let matches = jsonLines(r.stdout)
+        XCTAssertEqual(matches.count, 1, r.stdout)
+        XCTAssertEqual(matches.first?["number"] as? String, "+86170*")
+        XCTAssertEqual(matches.first?["action"] as? String, "block")
+        XCTAssertEqual(matches.first?["directory"] as? String, main)
+        XCTAssertEqual(matches.first?["label"] as? String, "Virtual Operator Range")
+        r = try lookupd(["search", "nothing like it", "--directory", other])
+        XCTAssertEqual(r.status, 0)
+        XCTAssertEqual(r.stdout, "")
+        XCTAssertTrue(r.stderr.contains("no entry matches 'nothing like it'"), r.stderr)
+        r = try lookupd(["search", "bank", "--limit", "1", "--config", config])
+        XCTAssertEqual(r.stdoutLines.count, 2, r.stdout)
+        XCTAssertEqual(try lookupd(["search", "x", "--directory", file("missing.lkd")]).status, 1)
+        XCTAssertEqual(try lookupd(["search"]).status, 2)
+    }
+}

@@ -67,6 +67,33 @@ final class DecisionLogTests: DaemonTestCase {
     /// D13: a caller's display name with bidirectional controls and bytes that are not UTF-8
     /// is written escaped, never raw, in the text log (and `lookupd log` shows it escaped and
     /// reads it back exactly); the JSON log escapes the controls too.
+    /// `log-unknown = yes`: unknown callers are lines too (at info, and in the file), and a
+    /// reload turning it off stops them; the other callers are logged as before.
+    func testLogUnknownLogsUnknownCallersToo() throws {
+        let log = path("unknown.log")
+        let daemon = try startDaemon(["log-file = \(log)", "log-unknown = yes"])
+        let udp = try UDPPeer()
+        let port = daemon.port
+        XCTAssertEqual(udp.exchange(invite(from: "<sip:\(Caller.unknown)@pbx.example>", port: port, callID: "unknown-1@pbx"), port: port)?.statusCode, 302)
+        XCTAssertEqual(udp.exchange(invite(from: "<sip:\(Caller.fraud)@pbx.example>", port: port, callID: "fraud-1@pbx"), port: port)?.statusCode, 603)
+        XCTAssertTrue(eventually(timeout: 5) { readText(log).split(separator: "\n").count == 2 }, readText(log))
+        let unknown = try lookupd(["log", "--file", log, "--verdict", "unknown", "--json"])
+        XCTAssertEqual(unknown.status, 0, unknown.summary)
+        let calls = unknown.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        XCTAssertEqual(calls.count, 1, unknown.stdout)
+        XCTAssertEqual(calls.first?["caller"] as? String, Caller.unknown)
+        XCTAssertEqual(calls.first?["call_id"] as? String ?? calls.first?["call-id"] as? String, "unknown-1@pbx", "\(calls)")
+        XCTAssertTrue(daemon.stderr.contains("<6>call time=") && daemon.stderr.contains("call-id=unknown-1@pbx"), daemon.stderr)
+
+        // Off again (the default): the next unknown caller is not logged, a blocked one is.
+        write(URL(fileURLWithPath: daemon.configPath).lastPathComponent, readText(daemon.configPath).replacingOccurrences(of: "log-unknown = yes\n", with: ""))
+        XCTAssertEqual(try lookupd(["reload", "--config", daemon.configPath]).status, 0)
+        XCTAssertEqual(udp.exchange(invite(from: "<sip:\(Caller.unknown)@pbx.example>", port: port, callID: "unknown-2@pbx"), port: port)?.statusCode, 302)
+        XCTAssertEqual(udp.exchange(invite(from: "<sip:\(Caller.fraud)@pbx.example>", port: port, callID: "fraud-2@pbx"), port: port)?.statusCode, 603)
+        XCTAssertTrue(eventually(timeout: 5) { readText(log).contains("fraud-2@pbx") }, readText(log))
+        XCTAssertFalse(readText(log).contains("unknown-2@pbx"), readText(log))
+    }
+
     func testBidiControlsAndInvalidUTF8AreEscaped() throws {
         for format in ["text", "json"] {
             let log = path("bidi-\(format).log")

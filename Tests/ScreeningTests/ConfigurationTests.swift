@@ -50,6 +50,7 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(c.operations, OperationsConfig())
         XCTAssertNil(c.operations.httpListen)
         XCTAssertEqual(c.operations.logFormat, .text)
+        XCTAssertFalse(c.operations.logUnknown)
         XCTAssertNil(c.operations.logFile)
         XCTAssertEqual(c.operations.logFileMaxSize, 10 << 20)
         XCTAssertEqual(c.operations.logFileKeep, 5)
@@ -112,6 +113,7 @@ final class ConfigurationTests: XCTestCase {
         http-write-token-file = write.token
         http-write-allow-from = 192.0.2.10, 2001:db8::/32
         log-format = json
+        log-unknown = yes
         log-file = log/decisions.log
         log-file-max-size = 64K
         log-file-keep = 0
@@ -162,6 +164,7 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(c.operations.httpWriteTokenFile, "/etc/lookupd/write.token")
         XCTAssertEqual(c.operations.httpWriteAllowFrom?.map(\.description), ["192.0.2.10/32", "2001:db8::/32"])
         XCTAssertEqual(c.operations.logFormat, .json)
+        XCTAssertTrue(c.operations.logUnknown)
         XCTAssertEqual(c.operations.logFile, "/etc/lookupd/log/decisions.log")
         XCTAssertEqual(c.operations.logFileMaxSize, 65536)
         XCTAssertEqual(c.operations.logFileKeep, 0)

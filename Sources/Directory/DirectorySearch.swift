@@ -1,0 +1,41 @@
+/// `lookupd search PATTERN`: the entries of a directory (with the journal changes in force)
+/// whose number starts with the pattern's digits, or whose label holds the pattern
+/// (case-insensitive). Read in key order straight from the mapped file; nothing is copied
+/// but the matches.
+public struct DirectorySearch: Sendable {
+    public struct Match: Sendable, Equatable {
+        public var pattern: NumberPattern
+        public var blocked: Bool
+        public var label: String?
+    }
+
+    /// The E.164 digits the number must start with; nil when the pattern is not a number
+    /// (letters in it), which then matches labels only.
+    public let digits: String?
+    /// Lowercased, for the label comparison.
+    let needle: String
+
+    public init(_ pattern: String) {
+        needle = pattern.lowercased()
+        // `+86 138`, `86138`, `(202) 555`: the written forms of a number's beginning.
+        let allowed = Set("+0123456789 -().")
+        let onlyDigits = pattern.filter(\.isNumber)
+        digits = !onlyDigits.isEmpty && pattern.allSatisfy({ allowed.contains($0) }) ? onlyDigits : nil
+    }
+
+    public func matches(_ file: DirectoryFile, pending: [JournalRecord], limit: Int = .max) throws(DirectoryError) -> [Match] {
+        var found: [Match] = []
+        try DirectoryUpdates.forEachEffectiveEntry(file, pending: pending) { pattern, blocked, label in
+            guard found.count < limit else { return }
+            let text = label.map { String(decoding: $0, as: UTF8.self) }
+            var hit = false
+            if let digits {
+                let number = pattern.description.filter(\.isNumber)
+                hit = number.hasPrefix(digits)
+            }
+            if !hit, !needle.isEmpty, let text, text.lowercased().contains(needle) { hit = true }
+            if hit { found.append(Match(pattern: pattern, blocked: blocked, label: text)) }
+        }
+        return found
+    }
+}
