@@ -400,12 +400,17 @@ final class ClusterTests: IntegrationTestCase {
             let rate = Double(acked.count) / (inForce - started)
             print(String(format: "SUSTAINED %d changes, %d per write, %d writers: committed at %.0f/s in %.2f s; in force on all 3 nodes at %.0f/s, %.0f ms after the last commit",
                          acked.count, perWrite, writers, Double(acked.count) / (written - started), written - started, rate, (inForce - written) * 1000))
+            // The figures (1 s behind, 1,000 changes a second) are held at full size
+            // (LOOKUPD_CLUSTER_FULL=1, docs/BENCHMARKS.md); the plain pass shares its two cores
+            // with whatever else runs, so it holds bounds a tenth as strict, which still catch
+            // a node that falls behind for good or applies a change per poll.
+            let (lagBound, rateBound) = full ? (1.0, 1000.0) : (10.0, 100.0)
             if perWrite == 1 {
                 // etcd's commit rate bounds single writes: lookupd keeps up with it.
-                XCTAssertLessThan(inForce - written, 1.0, "every node has every change within a second of the last commit")
+                XCTAssertLessThan(inForce - written, lagBound, "every node has every change within \(lagBound) s of the last commit")
             } else {
                 // Batches commit faster than the requirement: the rate is lookupd's.
-                XCTAssertGreaterThanOrEqual(rate, 1000, "changes in force on every node per second")
+                XCTAssertGreaterThanOrEqual(rate, rateBound, "changes in force on every node per second")
             }
             for i in acked.keys { model[callers[i]] = .blocked("Burst \(series)-\(i)") }
             total += count
