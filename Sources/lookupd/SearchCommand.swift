@@ -61,7 +61,8 @@ private func runSearch(_ raw: [String]) throws -> Int32 {
             }
             matches = try search.matches(file, pending: pending, limit: limit)
         } catch {
-            throw CommandFailure("\(target.name): \(error)")
+            // A file named on the command line is its own name; a configured one says which.
+            throw CommandFailure(target.name == target.path ? "\(error)" : "\(target.name): \(error)")
         }
         for match in matches {
             if args.flag("json") {

@@ -496,7 +496,9 @@ final class SearchCommandTests: CLITestCase {
         XCTAssertTrue(r.stderr.contains("no entry matches 'nothing like it'"), r.stderr)
         r = try lookupd(["search", "bank", "--limit", "1", "--config", config])
         XCTAssertEqual(r.stdoutLines.count, 2, r.stdout)
-        XCTAssertEqual(try lookupd(["search", "x", "--directory", file("missing.lkd")]).status, 1)
+        r = try lookupd(["search", "x", "--directory", file("missing.lkd")])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertEqual(r.stderr, "lookupd: error: \(file("missing.lkd")): cannot open: No such file or directory\n", "the path said once")
         XCTAssertEqual(try lookupd(["search"]).status, 2)
     }
 }
