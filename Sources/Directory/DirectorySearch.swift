@@ -17,7 +17,8 @@ public struct DirectorySearch: Sendable {
 
     public init(_ pattern: String) {
         needle = pattern.lowercased()
-        // `+86 138`, `86138`, `(202) 555`: the written forms of a number's beginning.
+        // `+86 138`, `86138`, `+1 (202) 555`: written forms of an E.164 number's beginning (a
+        // national form such as `02 1234` is not one: the command says so when nothing matches).
         let allowed = Set("+0123456789 -().")
         let onlyDigits = pattern.filter(\.isNumber)
         digits = !onlyDigits.isEmpty && pattern.allSatisfy({ allowed.contains($0) }) ? onlyDigits : nil

@@ -85,6 +85,13 @@ private func runSearch(_ raw: [String]) throws -> Int32 {
         total += matches.count
     }
     out.flush()
-    if total == 0 { printNote("no entry matches '\(DirectoryCompiler.printable(args.positionals[0]))'") }
+    if total == 0 {
+        // A national form ("02 1234", "(202) 555") is not the start of an E.164 number: say so,
+        // rather than let "nothing matches" pass for "not in the directory".
+        let pattern = args.positionals[0]
+        let hint = search.digits != nil && !pattern.hasPrefix("+")
+            ? " (numbers match by the start of their E.164 digits, country code first: +39 02 1234, not 02 1234)" : ""
+        printNote("no entry matches '\(DirectoryCompiler.printable(pattern))'\(hint)")
+    }
     return 0
 }
