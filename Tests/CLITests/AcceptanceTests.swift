@@ -22,6 +22,7 @@ final class AcceptanceTests: CLITestCase {
     static func label(_ i: Int) -> String { labels[i % labels.count] }
 
     func testMillionLineCompileAndQuery() throws {
+        try skipUnderSanitizer("a million-line compile; the compiler runs sanitized in the smaller compile tests")
         let started = Date()
         // Deterministic source, numbers written in several forms.
         var csv = "number,action,label\n"

@@ -77,9 +77,7 @@ final class ChangeSequenceTests: DaemonTestCase {
     var feedUncertain = false
 
     func testRandomSequencesNeverLoseAnAcknowledgedChange() throws {
-        if ProcessInfo.processInfo.environment["LOOKUPD_SANITIZER"] != nil {
-            throw XCTSkip("plain pass only: thousands of process launches, not about memory safety")
-        }
+        try skipUnderSanitizer("thousands of process launches, not about memory safety")
         let environment = ProcessInfo.processInfo.environment
         let sequences = Int(environment["LOOKUPD_SEQUENCES"] ?? "") ?? 400
         let seed = UInt64(environment["LOOKUPD_SEQUENCE_SEED"] ?? "") ?? UInt64(time(nil))

@@ -189,6 +189,3 @@ final class ControlPeer {
     }
 }
 
-/// True under scripts/sanitize: tests that are slow and not about memory safety or races
-/// run in the plain pass only.
-var underSanitizer: Bool { ProcessInfo.processInfo.environment["LOOKUPD_SANITIZER"] != nil }

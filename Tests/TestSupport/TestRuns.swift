@@ -1,4 +1,5 @@
 import Foundation
+import XCTest
 
 /// The XCTest executable running now (`swift test` starts
 /// .build/<config>/lookupdPackageTests.xctest), for tests that run some of
@@ -16,4 +17,15 @@ public func startTestRun(_ filter: String, folder: String, environment: [String:
         throw TestSupportError.failed("cannot find the running test bundle (argv[0] is \(CommandLine.arguments[0]))")
     }
     return try ChildProcess(executable: bundle, arguments: [filter], folder: folder, name: "inner-tests", environment: environment)
+}
+
+/// True under scripts/sanitize, which sets LOOKUPD_SANITIZER.
+public var underSanitizer: Bool { ProcessInfo.processInfo.environment["LOOKUPD_SANITIZER"] != nil }
+
+/// Skips a test in the sanitizer passes. For tests that are slow and whose
+/// property (crash consistency, packaging, a peer's failover timing) does not
+/// depend on memory safety or races: the code they drive is run under the
+/// sanitizers by faster tests, and CI's hour is spent three times.
+public func skipUnderSanitizer(_ why: String) throws {
+    if underSanitizer { throw XCTSkip("plain pass only: \(why)") }
 }
