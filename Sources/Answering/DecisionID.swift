@@ -34,11 +34,20 @@ enum DecisionID {
         ip.withUTF8 { add(UnsafeRawBufferPointer($0)) }
         var port = source.port.littleEndian
         withUnsafeBytes(of: &port) { add($0) }
-        return hex(high.finalize()) + hex(low.finalize())
+        return hex(high.finalize(), low.finalize())
     }
 
-    private static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
+    /// 32 lowercase hex digits, high word first, written in place: every logged call makes
+    /// one, and building it from `String(radix:)` pieces cost more than both hashes.
+    static func hex(_ high: UInt64, _ low: UInt64) -> String {
+        String(unsafeUninitializedCapacity: 32) { out in
+            let digits: StaticString = "0123456789abcdef"
+            let table = digits.utf8Start
+            for i in 0..<16 {
+                out[i] = table[Int((high >> UInt64(60 - 4 * i)) & 0xF)]
+                out[16 + i] = table[Int((low >> UInt64(60 - 4 * i)) & 0xF)]
+            }
+            return 32
+        }
     }
 }

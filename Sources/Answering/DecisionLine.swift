@@ -22,9 +22,9 @@ public struct DecisionLine {
         bytes.removeAll(keepingCapacity: true)
         fields = 0
         if format == .json {
-            bytes.append(contentsOf: Array("{\"event\":\"call\"".utf8))
+            append("{\"event\":\"call\"")
         } else {
-            bytes.append(contentsOf: Array("call".utf8))
+            append("call")
         }
         clock.append(now, to: &bytes, json: format == .json)
     }
@@ -57,9 +57,33 @@ public struct DecisionLine {
             bytes.append(contentsOf: [0x2C, 0x22])
             bytes.append(contentsOf: name)
             bytes.append(contentsOf: [0x22, 0x3A])
-            bytes.append(contentsOf: Array(String(value).utf8))
+            appendDecimal(value)
         } else {
-            field(key, String(value))
+            // Digits and a minus sign are plain text: no quoting to decide.
+            bytes.append(0x20)
+            bytes.append(contentsOf: UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
+            bytes.append(UInt8(ascii: "="))
+            appendDecimal(value)
+        }
+    }
+
+    // Every logged call writes these; Array(String.utf8) and String(Int) allocated each time.
+    private mutating func append(_ text: StaticString) {
+        bytes.append(contentsOf: UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    private mutating func appendDecimal(_ value: Int) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: Int.min has 19 digits
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            repeat {
+                buffer[23 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                count += 1
+            } while magnitude != 0
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(24 - count)...]))
         }
     }
 

@@ -70,6 +70,15 @@ final class TreatmentAnswerTests: XCTestCase {
         XCTAssertNotNil(String(decoding: f.log.bytes, as: UTF8.self).range(of: #" verdict=identified [^\n]* id=[0-9a-f]{32}[ \n]"#, options: .regularExpression))
     }
 
+    func testDecisionIDDigitsAreBothWordsInFull() {
+        var rng = SeededRandom(seed: 17)
+        var values: [(UInt64, UInt64)] = [(0, 0), (1, 0xF), (.max, .max), (0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210), (0x10, 0x0000_0000_0000_0100)]
+        for _ in 0..<1000 { values.append((rng.next() >> (rng.next() % 64), rng.next() >> (rng.next() % 64))) }
+        for (high, low) in values {
+            XCTAssertEqual(DecisionID.hex(high, low), String(format: "%016llx%016llx", high, low))
+        }
+    }
+
     func testAnonymousCallersMayGet433() throws {
         let f = try AnsweringFixture(["anonymous-callers = reject 433", "block-response = 608"])
         let r = f.send(Requests.invite(fromHeader: "From: \"Anonymous\" <sip:anonymous@anonymous.invalid>;tag=1"))
