@@ -20,8 +20,9 @@ extension SIPURI {
         case .tel: identity.scheme = .tel
         case .other: return identity
         }
-        identity.userIsPhone = parameters.value("user").map { $0.equalsLiteral("phone") } ?? false
-        if let verstat = parameters.value("verstat") { identity.verstat = verstat.bytes }
+        let uriParameters = IdentityParameters(parameters)
+        identity.userIsPhone = uriParameters.user.map { $0.equalsLiteral("phone") } ?? false
+        if let verstat = uriParameters.verstat { identity.verstat = verstat.bytes }
         guard let raw = rawUser else { return identity }
         var numberEnd = raw.count
         if scheme != .tel, let semicolon = raw.firstIndex(of: ASCII.semicolon) { numberEnd = semicolon }
@@ -29,12 +30,32 @@ extension SIPURI {
         identity.malformedEscape = hasMalformedEscape(number)
         identity.number = arena.percentDecoded(number).bytes
         // Parameters: after the number inside a sip: user part, the URI's own for tel:.
-        let userParameters = scheme == .tel ? parameters : SIPParameters(raw.slice(numberEnd, raw.count))
-        if let context = userParameters.value("phone-context") ?? parameters.value("phone-context") {
+        let userParameters = scheme == .tel ? uriParameters : IdentityParameters(SIPParameters(raw.slice(numberEnd, raw.count)))
+        if let context = userParameters.phoneContext ?? uriParameters.phoneContext {
             identity.phoneContext = arena.percentDecoded(context).bytes
         }
-        if identity.verstat == nil, let verstat = userParameters.value("verstat") { identity.verstat = verstat.bytes }
+        if identity.verstat == nil, let verstat = userParameters.verstat { identity.verstat = verstat.bytes }
         return identity
+    }
+
+    /// The first `user`, `verstat` and `phone-context` of a parameter list, found in one walk
+    /// (each `value(_:)` walks the list again, and this runs for every INVITE).
+    private struct IdentityParameters {
+        var user: SIPText?
+        var verstat: SIPText?
+        var phoneContext: SIPText?
+
+        init(_ parameters: SIPParameters) {
+            for p in parameters {
+                if user == nil, p.name.equalsLiteral("user") {
+                    user = p.value ?? .empty
+                } else if verstat == nil, p.name.equalsLiteral("verstat") {
+                    verstat = p.value ?? .empty
+                } else if phoneContext == nil, p.name.equalsLiteral("phone-context") {
+                    phoneContext = p.value ?? .empty
+                }
+            }
+        }
     }
 
     private func hasMalformedEscape(_ text: SIPText) -> Bool {
