@@ -65,7 +65,7 @@ extension Answerer {
     mutating func logCall(_ request: SIPRequest, _ d: Decision, status: Int, set: ServingSet,
                           source: SIPSourceAddress, now: WallTime, id: String? = nil, treatment: String? = nil, log: inout LogLines) {
         let decided = d.verdict == .blocked || d.verdict == .identified || d.verdict == .contact || d.policy != nil
-            || d.inactiveDirectory != nil || (d.verdict == .unknown && set.policy.logUnknown)
+            || d.inactiveDirectory != nil || d.allowed || (d.verdict == .unknown && set.policy.logUnknown)
         let level: LogLevel = d.verdict == .blocked ? .notice : decided ? .info : .debug
         let toFile = decided && log.writesFile
         guard log.enabled(level) || toFile else { return }
@@ -82,6 +82,15 @@ extension Answerer {
         if let revision = d.replicatedRevision { line.number("revision", Int(revision)) }
         if let policy = d.policy { line.field("policy", policy.rawValue) }
         if let inactive = d.inactiveDirectory { line.field("inactive", set.screening.directories[inactive].name) }
+        if d.allowed {
+            line.field("allowed", "yes")
+            let time = set.screening.usesTime ? set.policy.zone.localTime(utc: now.seconds) : nil
+            let overridden = set.screening.overriddenBlocks(d, context: CallContext(time: time))
+            if !overridden.isEmpty {
+                line.field("overridden", overridden.map { set.screening.directories[$0.directory].name + ":" + $0.match.description }
+                    .joined(separator: ","))
+            }
+        }
         // The rule that decided: the entry (exact number or prefix rule), else the policy.
         if let m = d.match { line.field("rule", m.description) } else if let policy = d.policy { line.field("rule", "policy:" + policy.rawValue) }
         line.field("call-id", request.callID.bytes)

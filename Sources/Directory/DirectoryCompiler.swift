@@ -298,7 +298,8 @@ public final class DirectoryCompiler {
         do {
             if piece.format == .text {
                 piece.line = try LineListReader(bytes: bytes).forEachItem(firstLine: piece.line) { line, item in
-                    addEntry(number: item, action: .block, label: nil, name: name, file: file, line: line)
+                    // A plain list blocks, or with `--action allow` allows, every number on it.
+                    addEntry(number: item, action: source.defaultAction == .allow ? .allow : .block, label: nil, name: name, file: file, line: line)
                 }
                 return bytes.count
             }
@@ -377,7 +378,7 @@ public final class DirectoryCompiler {
         let blocked: Bool
         switch action {
         case .block: blocked = true
-        case .identify: blocked = false
+        case .identify, .allow: blocked = false
         case nil:
             // No action column: a label identifies, a bare number blocks.
             blocked = labelID == nil
@@ -402,7 +403,7 @@ public final class DirectoryCompiler {
         if line > lastLine { lastLine = line }
         do {
             try sorter.append(key: key, origin: files[Int(file)].base + UInt64(line),
-                              value: DirectoryFormat.encodeValue(blocked: blocked, label: labelID))
+                              value: DirectoryFormat.encodeValue(blocked: blocked, label: labelID, allowed: action == .allow))
         } catch {
             sortFailure = error
         }
@@ -465,12 +466,13 @@ public final class DirectoryCompiler {
     }
 
     enum Action {
-        case block, identify
+        case block, identify, allow
 
         init(_ action: CSVRowAction) {
             switch action {
             case .block: self = .block
             case .identify: self = .identify
+            case .allow: self = .allow
             }
         }
     }
@@ -487,6 +489,7 @@ public final class DirectoryCompiler {
     private static let actionWords: [(word: [UInt8], action: Action)] =
         ["block", "blocked", "b", "reject", "deny"].map { (Array($0.utf8), Action.block) }
         + ["identify", "identified", "i", "label", "id"].map { (Array($0.utf8), Action.identify) }
+        + ["allow", "allowed", "a", "permit", "accept"].map { (Array($0.utf8), Action.allow) }
 
     /// nil: not an action word; .some(nil): empty (no action given).
     private func parseAction(_ bytes: UnsafeRawBufferPointer) -> Action?? {
@@ -598,7 +601,7 @@ public final class DirectoryCompiler {
         var action: Action? = p.defaultAction
         if let a = layout.actionColumn, a < record.count, !CSVLayout.isBlank(record[a]) {
             guard let parsed = parseAction(record[a]) else {
-                reject(name, record.line, ["unknown action '\(Self.printable(record[a]))' (expected block or identify)"])
+                reject(name, record.line, ["unknown action '\(Self.printable(record[a]))' (expected block, identify or allow)"])
                 return
             }
             action = parsed ?? action
@@ -639,7 +642,7 @@ public final class DirectoryCompiler {
         var action: Action? = defaultAction
         if let a = s.action, a < record.count, !CSVLayout.isBlank(record[a]) {
             guard let parsed = parseAction(record[a]) else {
-                reject(name, record.line, ["unknown action '\(Self.printable(record[a]))' (expected block or identify)"])
+                reject(name, record.line, ["unknown action '\(Self.printable(record[a]))' (expected block, identify or allow)"])
                 return
             }
             action = parsed ?? action
@@ -723,7 +726,7 @@ public final class DirectoryCompiler {
                     guard case .string(let text) = member else { problems.append("'action' must be a string"); continue }
                     var s = text
                     guard let parsed = s.withUTF8({ parseAction(UnsafeRawBufferPointer($0)) }) else {
-                        problems.append("unknown action '\(Self.printable(text))' (expected block or identify)")
+                        problems.append("unknown action '\(Self.printable(text))' (expected block, identify or allow)")
                         continue
                     }
                     action = parsed
@@ -786,6 +789,8 @@ public final class DirectoryCompiler {
         public var prefixRules = 0
         /// Entries and rules that block, and that carry a label.
         public var blocking = 0
+        /// Entries and rules that allow (the file is then format version 3).
+        public var allowing = 0
         public var identified = 0
         public var labels = 0
         /// Sorted runs written to the temporary folder (0: everything fit
@@ -854,7 +859,8 @@ public final class DirectoryCompiler {
             try spool.replay { (key, value) throws(DirectoryError) in
                 let v = remapped(value, remap)
                 if v & 1 != 0 { summary.blocking += 1 }
-                if v >> 1 != 0 { summary.identified += 1 }
+                if DirectoryFormat.labelPlusOne(v) != 0 { summary.identified += 1 }
+                if DirectoryFormat.allows(v) { summary.allowing += 1 }
                 if key >> 63 == 0 { try sink.exact(key, v) } else { try sink.prefix(key & ~(1 << 63), v) }
             }
         }
@@ -878,7 +884,8 @@ public final class DirectoryCompiler {
         let used = try resolve { (key, value) throws(DirectoryError) in
             if key >> 63 == 0 { summary.exactEntries += 1 } else { summary.prefixRules += 1 }
             if value & 1 != 0 { summary.blocking += 1 }
-            if value >> 1 != 0 { summary.identified += 1 }
+            if DirectoryFormat.labelPlusOne(value) != 0 { summary.identified += 1 }
+            if DirectoryFormat.allows(value) { summary.allowing += 1 }
         }
         summary.runs = sorter.runsWritten
         summary.temporaryBytes = sorter.spilledBytes
@@ -908,7 +915,8 @@ public final class DirectoryCompiler {
         var chosen = first
         var inGroup = false
         func close() throws(DirectoryError) {
-            if chosen.value >> 1 != 0 { used[Int(chosen.value >> 1) - 1] = true }
+            let labelPlusOne = DirectoryFormat.labelPlusOne(chosen.value)
+            if labelPlusOne != 0 { used[Int(labelPlusOne) - 1] = true }
             if keeping { try keep(chosen.key, chosen.value) }
         }
         try sorter.drain { (r) throws(DirectoryError) in
@@ -962,8 +970,9 @@ public final class DirectoryCompiler {
     }
 
     private func remapped(_ value: UInt32, _ remap: [UInt32]) -> UInt32 {
-        var v = value & 1
-        if value >> 1 != 0 { v |= (remap[Int(value >> 1) - 1] + 1) << 1 }
+        var v = value & (1 | DirectoryFormat.allowBit)
+        let labelPlusOne = DirectoryFormat.labelPlusOne(value)
+        if labelPlusOne != 0 { v |= (remap[Int(labelPlusOne) - 1] + 1) << 1 }
         return v
     }
 
@@ -990,7 +999,9 @@ public final class DirectoryCompiler {
     private func describeValue(_ value: UInt32) -> String {
         var parts: [String] = []
         if value & 1 != 0 { parts.append("block") }
-        if value >> 1 != 0 { parts.append("label '\(String(decoding: labels.bytes(Int(value >> 1) - 1), as: UTF8.self))'") }
+        if DirectoryFormat.allows(value) { parts.append("allow") }
+        let labelPlusOne = DirectoryFormat.labelPlusOne(value)
+        if labelPlusOne != 0 { parts.append("label '\(String(decoding: labels.bytes(Int(labelPlusOne) - 1), as: UTF8.self))'") }
         return parts.joined(separator: " with ")
     }
 

@@ -7,6 +7,8 @@ import TextRules
 /// What a directory says about one number.
 public struct DirectoryEntry: Equatable, Sendable {
     public var blocked: Bool
+    /// An allow entry: lower-priority directories do not block the number.
+    public var allowed: Bool = false
     /// Label number inside the directory, nil when the entry only blocks.
     public var label: UInt32?
     /// The exact entry, or the prefix rule, that matched.
@@ -314,12 +316,12 @@ public final class DirectoryFile: @unchecked Sendable {
     /// The entry for a value word; its label's bytes are verified here, so
     /// that `labelBytes` of a label a lookup returned needs no check.
     private func entry(value: UInt32, match: NumberPattern) throws(DirectoryError) -> DirectoryEntry {
-        let labelPlusOne = value >> 1
+        let labelPlusOne = DirectoryFormat.labelPlusOne(value)
         // A label number past the table can only come from a damaged file
         // that was not verified; treat it as no label rather than trust it.
         let label: UInt32? = labelPlusOne == 0 || Int(labelPlusOne) > labelCount ? nil : labelPlusOne - 1
         if let label, !trusted.load(ordering: .acquiring) { try ensureLabel(label) }
-        return DirectoryEntry(blocked: value & 1 != 0, label: label, match: match)
+        return DirectoryEntry(blocked: value & 1 != 0, allowed: DirectoryFormat.allows(value), label: label, match: match)
     }
 
     /// Verifies label `id`'s two index entries and its bytes.
@@ -468,7 +470,7 @@ public final class DirectoryFile: @unchecked Sendable {
                 }
             }
             if value & 1 != 0 { blocked += 1 }
-            if value >> 1 != 0 { identified += 1 }
+            if DirectoryFormat.labelPlusOne(value) != 0 { identified += 1 }
             previous = key
         }
         if let problem { throw .corrupt(path: path, reason: problem) }
@@ -488,7 +490,7 @@ public final class DirectoryFile: @unchecked Sendable {
                 throw .corrupt(path: path, reason: "prefix rule \(i): reserved word is not zero")
             }
             if value & 1 != 0 { blocked += 1 }
-            if value >> 1 != 0 { identified += 1 }
+            if DirectoryFormat.labelPlusOne(value) != 0 { identified += 1 }
             mask |= 1 << UInt32(length)
             previousPrefix = key
         }
@@ -515,7 +517,12 @@ public final class DirectoryFile: @unchecked Sendable {
 
     private func checkValue(_ value: UInt32) -> String? {
         if value == 0 { return "neither blocks nor identifies" }
-        if Int(value >> 1) > labelCount { return "label number \(value >> 1 - 1) is past the label table" }
+        let labelPlusOne = DirectoryFormat.labelPlusOne(value)
+        if Int(labelPlusOne) > labelCount { return "label number \(labelPlusOne - 1) is past the label table" }
+        if DirectoryFormat.allows(value) {
+            if value & 1 != 0 { return "both blocks and allows" }
+            if header.formatVersion < DirectoryFormat.allowVersion { return "an allow entry in a version-\(header.formatVersion) file" }
+        }
         return nil
     }
 }

@@ -1,7 +1,7 @@
 import Glibc
 import TextRules
 
-/// Constants and layout of the directory file, format versions 1 and 2.
+/// Constants and layout of the directory file, format versions 1 to 3.
 /// docs/FORMAT.md is the byte-by-byte specification; keep the two in step.
 public enum DirectoryFormat {
     /// "\x89LKD\r\n\x1a\n": a non-ASCII first byte so text tools do not take
@@ -14,7 +14,12 @@ public enum DirectoryFormat {
     /// Versions this lookupd reads. Version 1 has one checksum over the
     /// whole content, so a reader verifies a version-1 file completely
     /// before answering from it.
-    public static let readableVersions: ClosedRange<UInt32> = 1...2
+    /// Version 3 is version 2 with allow entries (value bit 31): written
+    /// only when a file holds one, so that a lookupd that predates them
+    /// refuses the file instead of reading an allow as a huge label number.
+    public static let readableVersions: ClosedRange<UInt32> = 1...3
+    /// The version of a file that holds allow entries.
+    public static let allowVersion: UInt32 = 3
     public static let headerSize = 256
     /// Bytes of the header covered by the header checksum (all but the checksum itself).
     static let headerChecksummed = 248
@@ -30,17 +35,29 @@ public enum DirectoryFormat {
     public static let maxLabelBytes = LabelRules.maxBytes
     /// Flag bit 0: exact keys are stored in Eytzinger (breadth-first) order.
     static let flagEytzinger: UInt32 = 1
-    /// Most labels a file can hold: the value word keeps the label number in 31 bits.
-    public static let maxLabels = Int(Int32.max) - 1
+    /// Most labels a file can hold: the value word keeps the label number in 30 bits
+    /// (bit 31 is the allow bit).
+    public static let maxLabels = (1 << 30) - 2
+    /// Value bit 31: the entry allows the number (lower-priority directories do not block
+    /// it). Never together with the block bit.
+    public static let allowBit: UInt32 = 1 << 31
     /// Seed of the checksum of block j of the checksum table (data block i
     /// is seeded with i): a block moved to another place never validates.
     static let tableSeedBase: UInt64 = 1 << 63
 
-    /// Value word of an entry: bit 0 = blocks; bits 1...31 = label number + 1 (0 = no label).
+    /// Value word of an entry: bit 0 = blocks; bits 1...30 = label number + 1 (0 = no
+    /// label); bit 31 = allows (not with bit 0).
     @inlinable
-    public static func encodeValue(blocked: Bool, label: UInt32?) -> UInt32 {
-        (blocked ? 1 : 0) | ((label.map { $0 + 1 } ?? 0) << 1)
+    public static func encodeValue(blocked: Bool, label: UInt32?, allowed: Bool = false) -> UInt32 {
+        (blocked ? 1 : 0) | ((label.map { $0 + 1 } ?? 0) << 1) | (allowed ? allowBit : 0)
     }
+
+    /// The label number + 1 of a value word (0: no label).
+    @inlinable
+    public static func labelPlusOne(_ value: UInt32) -> UInt32 { (value & ~allowBit) >> 1 }
+
+    @inlinable
+    public static func allows(_ value: UInt32) -> Bool { value & allowBit != 0 }
 
     /// Prefix key: digit count in the top byte, the prefix digits below.
     @inlinable

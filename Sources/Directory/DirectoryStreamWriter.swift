@@ -112,6 +112,8 @@ public final class DirectoryEntrySink {
     private var lastKey: UInt64 = 0
     private var lastPrefix: UInt64 = 0
     private(set) var blocked: UInt64 = 0
+    /// Allow entries written: the file is then version 3.
+    private(set) var allowing: UInt64 = 0
     private(set) var identified: UInt64 = 0
     private(set) var prefixMask: UInt32 = 0
     private var prefixBuffer: UnsafeMutableRawPointer
@@ -160,9 +162,14 @@ public final class DirectoryEntrySink {
 
     private func checkValue(_ value: UInt32) throws(DirectoryError) {
         if value == 0 { throw refuse("an entry neither blocks nor identifies") }
-        if Int(value >> 1) > plan.labels.count { throw refuse("an entry refers to a missing label") }
+        let labelPlusOne = DirectoryFormat.labelPlusOne(value)
+        if Int(labelPlusOne) > plan.labels.count { throw refuse("an entry refers to a missing label") }
         if value & 1 != 0 { blocked += 1 }
-        if value >> 1 != 0 { identified += 1 }
+        if labelPlusOne != 0 { identified += 1 }
+        if DirectoryFormat.allows(value) {
+            if value & 1 != 0 { throw refuse("an entry both blocks and allows") }
+            allowing += 1
+        }
     }
 
     private func reportProgress() {

@@ -18,6 +18,8 @@ public enum DirectoryUpdates {
     public struct StoredEntry: Equatable, Sendable {
         public var blocked: Bool
         public var label: [UInt8]?
+        /// An allow entry (lower-priority directories do not block the number).
+        public var allowed = false
         /// The journal record it comes from; nil for the directory file itself.
         public var record: UInt64?
         /// When that record's addition ends (seconds since 1970, UTC); 0: never.
@@ -42,21 +44,24 @@ public enum DirectoryUpdates {
         public var addition: (blocked: Bool, label: [UInt8]?)?
         /// For an addition: when it ends (seconds since 1970, UTC); 0: never.
         public var expires: Int64
+        /// For an addition: it allows (`blocked` is then false).
+        public var allowed: Bool
 
-        public init(pattern: NumberPattern, addition: (blocked: Bool, label: [UInt8]?)?, expires: Int64 = 0) {
+        public init(pattern: NumberPattern, addition: (blocked: Bool, label: [UInt8]?)?, expires: Int64 = 0, allowed: Bool = false) {
             self.pattern = pattern
             self.addition = addition
             self.expires = expires
+            self.allowed = allowed
         }
 
-        public static func add(_ pattern: NumberPattern, blocked: Bool, label: [UInt8]?, expires: Int64 = 0) -> Request {
-            Request(pattern: pattern, addition: (blocked, label), expires: expires)
+        public static func add(_ pattern: NumberPattern, blocked: Bool, label: [UInt8]?, expires: Int64 = 0, allowed: Bool = false) -> Request {
+            Request(pattern: pattern, addition: (blocked, label), expires: expires, allowed: allowed)
         }
 
         public static func remove(_ pattern: NumberPattern) -> Request { Request(pattern: pattern, addition: nil) }
 
         var operation: JournalOperation {
-            addition.map { .add(blocked: $0.blocked, label: $0.label) } ?? .remove
+            addition.map { .add(blocked: $0.blocked, label: $0.label, allowed: allowed) } ?? .remove
         }
 
         public static func == (a: Request, b: Request) -> Bool {
@@ -75,9 +80,9 @@ public enum DirectoryUpdates {
     /// about it, until `expires` (seconds since 1970, UTC; 0: for good).
     /// Adding what the journal already holds writes nothing.
     public static func add(_ pattern: NumberPattern, blocked: Bool, label: [UInt8]?, expires: Int64 = 0, directory path: String,
-                           now: Int64 = Int64(Glibc.time(nil))) throws(JournalError) -> Change {
+                           now: Int64 = Int64(Glibc.time(nil)), allowed: Bool = false) throws(JournalError) -> Change {
         do {
-            return try apply([.add(pattern, blocked: blocked, label: label, expires: expires)], directory: path, now: now)[0]
+            return try apply([.add(pattern, blocked: blocked, label: label, expires: expires, allowed: allowed)], directory: path, now: now)[0]
         } catch {
             throw error.error
         }
@@ -104,7 +109,10 @@ public enum DirectoryUpdates {
                 if let label = addition.label, let problem = label.withUnsafeBytes({ LabelRules.problem($0) }) {
                     throw refuse(i, .invalid("bad label: \(problem)"))
                 }
-                guard addition.blocked || addition.label != nil else { throw refuse(i, .invalid("an entry must block or carry a label")) }
+                guard addition.blocked || addition.label != nil || request.allowed else {
+                    throw refuse(i, .invalid("an entry must block, allow or carry a label"))
+                }
+                guard !(addition.blocked && request.allowed) else { throw refuse(i, .invalid("an entry cannot both block and allow")) }
                 guard request.expires == 0 || request.expires > now else { throw refuse(i, .invalid("the expiry is not in the future")) }
             } else if request.expires != 0 {
                 throw refuse(i, .invalid("a removal cannot expire"))
@@ -159,12 +167,13 @@ public enum DirectoryUpdates {
                               at now: Int64 = Int64(Glibc.time(nil))) throws(DirectoryError) -> StoredEntry? {
         if let record = state.applying(JournalRecord.key(pattern), over: base.header, at: now) {
             switch record.operation {
-            case .add(let blocked, let label): return StoredEntry(blocked: blocked, label: label, record: record.sequence, expires: record.expires)
+            case .add(let blocked, let label, let allowed):
+                return StoredEntry(blocked: blocked, label: label, allowed: allowed, record: record.sequence, expires: record.expires)
             case .remove: return nil
             }
         }
         guard let entry = try base.storedEntry(pattern) else { return nil }
-        return StoredEntry(blocked: entry.blocked, label: entry.label.map { Array(base.labelBytes($0)) }, record: nil)
+        return StoredEntry(blocked: entry.blocked, label: entry.label.map { Array(base.labelBytes($0)) }, allowed: entry.allowed, record: nil)
     }
 
     /// What the directory answers, entry by entry: the file's entries with
@@ -172,12 +181,12 @@ public enum DirectoryUpdates {
     /// numbers ascending, then prefix rules ascending, as `lookupd export`
     /// writes them. The label bytes are valid during the call only.
     public static func forEachEffectiveEntry(_ base: DirectoryFile, pending: [JournalRecord],
-                                             _ body: (NumberPattern, Bool, UnsafeRawBufferPointer?) -> Void) throws(DirectoryError) {
+                                             _ body: (NumberPattern, _ blocked: Bool, _ allowed: Bool, UnsafeRawBufferPointer?) -> Void) throws(DirectoryError) {
         let changes = pending.sorted { $0.key < $1.key }
         var next = 0
         func emit(_ record: JournalRecord) {
-            guard case .add(let blocked, let label) = record.operation else { return }
-            if let label { label.withUnsafeBytes { body(record.pattern, blocked, $0) } } else { body(record.pattern, blocked, nil) }
+            guard case .add(let blocked, let label, let allowed) = record.operation else { return }
+            if let label { label.withUnsafeBytes { body(record.pattern, blocked, allowed, $0) } } else { body(record.pattern, blocked, allowed, nil) }
         }
         // Both sides ascend by key, and every exact key is below every
         // prefix key (the digit count is in the top byte): one merging walk.
@@ -192,7 +201,7 @@ public enum DirectoryUpdates {
                 next += 1
                 return
             }
-            if let label = entry.label { body(entry.match, entry.blocked, base.labelBytes(label)) } else { body(entry.match, entry.blocked, nil) }
+            if let label = entry.label { body(entry.match, entry.blocked, entry.allowed, base.labelBytes(label)) } else { body(entry.match, entry.blocked, entry.allowed, nil) }
         }
         while next < changes.count {
             emit(changes[next])
@@ -359,11 +368,11 @@ public enum DirectoryUpdates {
                     label = interned
                 }
             }
-            return DirectoryFormat.encodeValue(blocked: entry.blocked, label: label)
+            return DirectoryFormat.encodeValue(blocked: entry.blocked, label: label, allowed: entry.allowed)
         }
         func value(_ record: JournalRecord) -> UInt32? {
-            guard case .add(let blocked, let label) = record.operation else { return nil }
-            return DirectoryFormat.encodeValue(blocked: blocked, label: label.map(intern))
+            guard case .add(let blocked, let label, let allowed) = record.operation else { return nil }
+            return DirectoryFormat.encodeValue(blocked: blocked, label: label.map(intern), allowed: allowed)
         }
 
         var exact = MergedSection(changes: pending.filter { $0.key >> 56 == 0 })
@@ -388,8 +397,8 @@ public enum DirectoryUpdates {
         var remap = [UInt32](repeating: 0, count: labels.count)
         for (newID, oldID) in order.enumerated() { remap[oldID] = UInt32(newID) }
         func remapped(_ v: UInt32) -> UInt32 {
-            let label = v >> 1
-            return label == 0 ? v : (v & 1) | ((remap[Int(label) - 1] + 1) << 1)
+            let label = DirectoryFormat.labelPlusOne(v)
+            return label == 0 ? v : (v & (1 | DirectoryFormat.allowBit)) | ((remap[Int(label) - 1] + 1) << 1)
         }
         var content = DirectoryContent()
         content.directoryVersion = base.header.directoryVersion

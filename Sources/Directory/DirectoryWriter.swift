@@ -40,7 +40,8 @@ public struct DirectoryContent: Sendable {
         for values in [exactValues, prefixValues] {
             for value in values {
                 if value == 0 { return "an entry neither blocks nor identifies" }
-                if Int(value >> 1) > labels.count { return "an entry refers to a missing label" }
+                if Int(DirectoryFormat.labelPlusOne(value)) > labels.count { return "an entry refers to a missing label" }
+                if DirectoryFormat.allows(value), value & 1 != 0 { return "an entry both blocks and allows" }
             }
         }
         for i in labels.indices {
@@ -123,7 +124,8 @@ public enum DirectoryWriter {
                     throw SystemCallError(path: temporary, operation: "write", errno: .invalidArgument)
                 }
                 var header = DirectoryHeader()
-                header.formatVersion = formatVersion
+                // Allow entries need version 3; files without them stay readable by older lookupd.
+                header.formatVersion = sink.allowing > 0 && formatVersion >= 2 ? max(formatVersion, DirectoryFormat.allowVersion) : formatVersion
                 header.fileSize = UInt64(layout.fileSize)
                 header.directoryVersion = plan.directoryVersion
                 header.entryCount = UInt64(plan.entryCount)

@@ -36,6 +36,10 @@ public enum JournalFormat {
     /// Version 3: the record is part of a batch and more of it follow; a
     /// batch applies whole, at its last record, or not at all.
     static let flagContinued: UInt8 = 2
+    /// The entry allows (add only, never with flagBlocks). A lookupd that predates allow
+    /// entries stops reading the journal at such a record (not a valid addition to it)
+    /// rather than take the allow for an identify.
+    static let flagAllows: UInt8 = 4
 
     /// Where the journal of the directory file at `path` lives.
     public static func path(forDirectory path: String) -> String { path + ".journal" }
@@ -93,9 +97,10 @@ public enum JournalFormat {
         var operation = operationRemove
         var flags: UInt8 = continued ? flagContinued : 0
         var label: [UInt8] = []
-        if case .add(let blocked, let l) = record.operation {
+        if case .add(let blocked, let l, let allowed) = record.operation {
             operation = operationAdd
             flags |= blocked ? flagBlocks : 0
+            flags |= allowed ? flagAllows : 0
             label = l ?? []
         }
         let fixed = recordFixedSize(version)
@@ -200,10 +205,12 @@ public enum JournalFormat {
             switch operation {
             case operationAdd:
                 let label: [UInt8]? = labelLength == 0 ? nil : Array(raw[(offset + labelStart)..<(offset + labelStart + labelLength)])
-                let valid = flags & ~flagBlocks == 0 && (flags & flagBlocks != 0 || label != nil) && expires >= 0
+                let allows = flags & flagAllows != 0
+                let valid = flags & ~(flagBlocks | flagAllows) == 0 && flags != flagBlocks | flagAllows
+                    && (flags != 0 || label != nil) && expires >= 0
                     && (label.map { $0.withUnsafeBytes { LabelRules.problem($0) } == nil } ?? true)
                 guard valid else { return stop("record \(recordSequence) is not a valid addition") }
-                record = JournalRecord(sequence: recordSequence, key: key, operation: .add(blocked: flags & flagBlocks != 0, label: label),
+                record = JournalRecord(sequence: recordSequence, key: key, operation: .add(blocked: flags & flagBlocks != 0, label: label, allowed: allows),
                                        time: time, expires: expires)
             case operationRemove:
                 guard flags == 0, labelLength == 0, expires == 0 else { return stop("record \(recordSequence) is not a valid removal") }
@@ -230,7 +237,9 @@ public enum JournalFormat {
 /// What one journal record does.
 public enum JournalOperation: Equatable, Sendable {
     /// Adds the number or prefix rule, or replaces what the directory says about it.
-    case add(blocked: Bool, label: [UInt8]?)
+    /// `allowed`: an allow entry (never with `blocked`): lower-priority directories do not
+    /// block the number.
+    case add(blocked: Bool, label: [UInt8]?, allowed: Bool = false)
     /// Removes the number or prefix rule.
     case remove
 }

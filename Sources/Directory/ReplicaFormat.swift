@@ -30,6 +30,8 @@ public enum ReplicaFormat {
     static let actionBlock: UInt8 = 1
     static let actionIdentify: UInt8 = 2
     static let actionRemove: UInt8 = 3
+    /// An allow entry (a layer written by an older lookupd never holds one).
+    static let actionAllow: UInt8 = 4
 
     /// The folder of the replicated layers in a state directory.
     public static func folder(stateDirectory: String) -> String {
@@ -86,8 +88,8 @@ public enum ReplicaFormat {
             time = entry.time
             origin = Array(entry.origin.prefix(maxOriginBytes))
             switch entry.action {
-            case .add(let blocked, let label):
-                action = blocked ? actionBlock : actionIdentify
+            case .add(let blocked, let label, let allowed):
+                action = allowed ? actionAllow : blocked ? actionBlock : actionIdentify
                 text = label ?? []
             case .remove:
                 action = actionRemove
@@ -194,6 +196,8 @@ public enum ReplicaFormat {
                         entry = ReplicaEntry(revision: revision, action: .add(blocked: true, label: label), time: time, origin: origin)
                     case actionIdentify where labelOK && label != nil:
                         entry = ReplicaEntry(revision: revision, action: .add(blocked: false, label: label), time: time, origin: origin)
+                    case actionAllow where labelOK:
+                        entry = ReplicaEntry(revision: revision, action: .add(blocked: false, label: label, allowed: true), time: time, origin: origin)
                     case actionRemove where text.isEmpty:
                         entry = ReplicaEntry(revision: revision, action: .remove, time: time, origin: origin)
                     case actionRefused:
@@ -235,7 +239,8 @@ public struct ReplicaEntry: Equatable, Sendable {
 
 public enum ReplicaAction: Equatable, Sendable {
     /// Adds the number or prefix rule, or replaces what lower layers say about it.
-    case add(blocked: Bool, label: [UInt8]?)
+    /// `allowed`: an allow entry (never with `blocked`).
+    case add(blocked: Bool, label: [UInt8]?, allowed: Bool = false)
     /// Hides the number or prefix rule of the lower layers.
     case remove
     /// A value this lookupd cannot apply (an action or critical field it

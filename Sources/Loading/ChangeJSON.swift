@@ -22,7 +22,7 @@ public enum ChangeJSON {
                 outcome = change.previous == nil ? "added" : "changed"
             }
             w.field("outcome", outcome)
-            w.field("action", request.addition.map { $0.blocked ? "block" : "identify" } ?? "remove")
+            w.field("action", request.addition.map { request.allowed ? "allow" : $0.blocked ? "block" : "identify" } ?? "remove")
             w.field("label", bytes: request.addition?.label)
             expiry(&w, request.expires)
             w.field("record", change.record?.sequence)
@@ -38,7 +38,7 @@ public enum ChangeJSON {
     public static func entry(_ w: inout JSONWriter, _ entry: DirectoryUpdates.StoredEntry?) {
         guard let entry else { return w.null() }
         w.beginObject()
-        w.field("action", entry.blocked ? "block" : "identify")
+        w.field("action", entry.allowed ? "allow" : entry.blocked ? "block" : "identify")
         w.field("label", bytes: entry.label)
         w.field("record", entry.record)
         expiry(&w, entry.expires)

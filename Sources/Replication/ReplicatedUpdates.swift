@@ -55,9 +55,9 @@ public enum ReplicatedUpdates {
     }
 
     /// Blocks or labels `pattern` in the directory named `directory`.
-    public static func add(_ pattern: NumberPattern, blocked: Bool, label: [UInt8]?, directory: String,
+    public static func add(_ pattern: NumberPattern, blocked: Bool, label: [UInt8]?, allowed: Bool = false, directory: String,
                            config: ReplicationConfig) throws(Failure) -> Outcome {
-        let value = ReplicatedValue(blocked: blocked, label: label, origin: config.node, time: ReplicatedValue.now())
+        let value = ReplicatedValue(blocked: blocked, label: label, origin: config.node, time: ReplicatedValue.now(), allowed: allowed)
         return try change(pattern, directory: directory, config: config) { current, _ in
             if let current, current.action == value.action, current.label == value.label { return nil }
             return value

@@ -19,6 +19,9 @@ import TextRules
 public struct ReplicatedValue: Equatable, Sendable {
     public enum Action: String, Sendable, CaseIterable {
         case block, identify, remove
+        /// Lower-priority directories do not block the number; an older lookupd refuses
+        /// the value (an action it does not know), so no node takes it for another.
+        case allow
     }
 
     /// Value format version this lookupd writes and reads.
@@ -42,9 +45,9 @@ public struct ReplicatedValue: Equatable, Sendable {
         self.time = time
     }
 
-    /// The change `lookupd add` makes: block (with or without a label) or identify.
-    public init(blocked: Bool, label: [UInt8]?, origin: String, time: Int64) {
-        self.init(action: blocked ? .block : .identify, label: label, origin: origin, time: time)
+    /// The change `lookupd add` makes: block (with or without a label), identify or allow.
+    public init(blocked: Bool, label: [UInt8]?, origin: String, time: Int64, allowed: Bool = false) {
+        self.init(action: allowed ? .allow : blocked ? .block : .identify, label: label, origin: origin, time: time)
     }
 
     public var json: String {
@@ -61,6 +64,7 @@ public struct ReplicatedValue: Equatable, Sendable {
         switch self.action {
         case .block: action = .add(blocked: true, label: label)
         case .identify: action = .add(blocked: false, label: label)
+        case .allow: action = .add(blocked: false, label: label, allowed: true)
         case .remove: action = .remove
         }
         return ReplicaEntry(revision: revision, action: action, time: time, origin: Array(origin.utf8))

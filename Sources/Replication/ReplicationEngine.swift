@@ -743,7 +743,7 @@ private final class Channel {
         }
         var entry = entry
         entry.origin = one(entry.origin)
-        if case .add(let blocked, let label?) = entry.action { entry.action = .add(blocked: blocked, label: one(label)) }
+        if case .add(let blocked, let label?, let allowed) = entry.action { entry.action = .add(blocked: blocked, label: one(label), allowed: allowed) }
         return entry
     }
 

@@ -78,6 +78,9 @@ public struct Decision: Equatable, Sendable {
     /// daemon treats that directory as out of service. Its file's
     /// `damage` says what is wrong.
     public var damagedDirectory: Int?
+    /// An allow entry decided (`source`, `match`): no lower-priority directory blocks the
+    /// number. `ScreeningSet.overriddenBlocks` names the blocks it overrode.
+    public var allowed = false
 
     public init(verdict: Verdict, number: PhoneNumber? = nil, label: LabelReference? = nil,
                 source: DecisionSource? = nil, match: NumberPattern? = nil, invalidReason: InvalidNumber? = nil,

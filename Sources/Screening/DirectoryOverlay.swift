@@ -69,7 +69,7 @@ public final class DirectoryOverlay: Sendable {
         for record in journal.pending(over: base, at: now) {
             if record.isTemporary { nextExpiry = min(nextExpiry ?? .max, record.expires) }
             var value: UInt32 = 0
-            if case .add(let blocked, let label) = record.operation {
+            if case .add(let blocked, let label, let allowed) = record.operation {
                 var id: UInt32? = nil
                 if let label {
                     if let known = labelIDs[label] { id = known } else {
@@ -78,7 +78,7 @@ public final class DirectoryOverlay: Sendable {
                         labels.append(label)
                     }
                 }
-                value = DirectoryFormat.encodeValue(blocked: blocked, label: id)
+                value = DirectoryFormat.encodeValue(blocked: blocked, label: id, allowed: allowed)
             }
             let entry = Entry(sequence: record.sequence, value: value)
             let length = record.key >> 56
@@ -117,6 +117,8 @@ public final class DirectoryOverlay: Sendable {
 /// What one directory (file and overlay) says about a number.
 struct DirectoryHit {
     var blocked: Bool
+    /// An allow entry: lower-priority directories do not block the number.
+    var allowed = false
     var label: LabelReference?
     var match: NumberPattern
     /// The journal record that decided; nil for the file's own entry.
@@ -214,25 +216,26 @@ public struct ScreeningDirectory: Sendable {
     }
 
     private func hit(_ entry: DirectoryEntry, _ index: Int) -> DirectoryHit {
-        DirectoryHit(blocked: entry.blocked, label: entry.label.map { .directory(index: index, label: $0) }, match: entry.match, record: nil)
+        DirectoryHit(blocked: entry.blocked, allowed: entry.allowed, label: entry.label.map { .directory(index: index, label: $0) },
+                     match: entry.match, record: nil)
     }
 
     private func hit(_ entry: DirectoryOverlay.Entry, _ match: NumberPattern, _ index: Int) -> DirectoryHit {
-        let labelPlusOne = entry.value >> 1
-        return DirectoryHit(blocked: entry.value & 1 != 0,
+        let labelPlusOne = DirectoryFormat.labelPlusOne(entry.value)
+        return DirectoryHit(blocked: entry.value & 1 != 0, allowed: DirectoryFormat.allows(entry.value),
                             label: labelPlusOne == 0 ? nil : .journal(index: index, label: labelPlusOne - 1),
                             match: match, record: entry.sequence)
     }
 
     private func hit(_ entry: ReplicaEntry, key: UInt64, _ match: NumberPattern, _ index: Int) -> DirectoryHit {
-        guard case .add(let blocked, let label) = entry.action else { preconditionFailure("only additions are hits") }
-        return DirectoryHit(blocked: blocked, label: label == nil ? nil : .replicated(index: index, key: key),
+        guard case .add(let blocked, let label, let allowed) = entry.action else { preconditionFailure("only additions are hits") }
+        return DirectoryHit(blocked: blocked, allowed: allowed, label: label == nil ? nil : .replicated(index: index, key: key),
                             match: match, record: nil, revision: entry.revision)
     }
 
     /// The label of the replicated entry `key`, empty when there is none.
     func replicatedLabel<R>(_ key: UInt64, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        if case .add(_, let label?)? = replicated[key]?.action { return try label.withUnsafeBytes(body) }
+        if case .add(_, let label?, _)? = replicated[key]?.action { return try label.withUnsafeBytes(body) }
         return try body(UnsafeRawBufferPointer(start: nil, count: 0))
     }
 

@@ -15,8 +15,12 @@ import Identity
 /// 4. the directories in the operator's priority order (each one's journal
 ///    on top of its file, directories outside their `active=` window
 ///    skipped): a number is blocked if any directory blocks it (the source
-///    named is the highest-priority directory that blocks); its label comes
-///    from the highest-priority directory that identifies it; within one
+///    named is the highest-priority directory that blocks) unless a
+///    directory of higher priority than every blocking one allows it (an
+///    `allow` entry: the blocks below are overridden, the allowing entry is
+///    the source, its label if it has one is shown, the overridden blocks'
+///    labels never); its label comes from
+///    the highest-priority directory that identifies it; within one
 ///    directory an exact entry beats a prefix rule and a longer prefix beats
 ///    a shorter one;
 /// 5. `Privacy: id` turns anything not blocked into a withheld caller;
@@ -142,6 +146,7 @@ public final class ScreeningSet: Sendable {
         }
 
         var blocking: (index: Int, hit: DirectoryHit)? = nil
+        var allowing: (index: Int, hit: DirectoryHit)? = nil
         var labelling: (index: Int, hit: DirectoryHit)? = nil
         var inactive: Int? = nil
         var damaged: Int? = nil
@@ -157,18 +162,22 @@ public final class ScreeningSet: Sendable {
                 continue
             }
             guard let hit = found else { continue }
-            if hit.blocked, blocking == nil { blocking = (i, hit) }
-            if hit.label != nil, labelling == nil { labelling = (i, hit) }
-            if blocking != nil, labelling != nil { break }
+            // The first allow or block in priority order settles whether the number is blocked.
+            if blocking == nil, allowing == nil {
+                if hit.allowed { allowing = (i, hit) } else if hit.blocked { blocking = (i, hit) }
+            }
+            // An overridden block's label says why it blocked: not shown on an allowed call.
+            if hit.label != nil, labelling == nil, !(allowing != nil && hit.blocked) { labelling = (i, hit) }
+            if blocking != nil || allowing != nil, labelling != nil { break }
         }
-        var decision = decideFromDirectories(number, blocking: blocking, labelling: labelling, inactive: inactive,
+        var decision = decideFromDirectories(number, blocking: blocking, allowing: allowing, labelling: labelling, inactive: inactive,
                                              distrusted: distrusted, notInPlan: notInPlan, context: context)
         decision.damagedDirectory = damaged
         return decision
     }
 
     private func decideFromDirectories(_ number: PhoneNumber, blocking: (index: Int, hit: DirectoryHit)?,
-                                       labelling: (index: Int, hit: DirectoryHit)?, inactive: Int?,
+                                       allowing: (index: Int, hit: DirectoryHit)?, labelling: (index: Int, hit: DirectoryHit)?, inactive: Int?,
                                        distrusted: Bool, notInPlan: InvalidNumber?, context: CallContext) -> Decision {
         let policy: PolicyRule? = distrusted ? .contactDistrusted : nil
         if let blocking {
@@ -181,7 +190,15 @@ public final class ScreeningSet: Sendable {
         // or every spammer would send it.
         if context.privacy { return withheld(context, isContact: false) }
         var decision: Decision
-        if let labelling {
+        if let allowing {
+            // The allowing list vouches for the number: its own name for it stands.
+            let label = allowing.hit.label ?? labelling?.hit.label
+            decision = Decision(verdict: label == nil ? .unknown : .identified, number: number, label: label,
+                                source: .directory(allowing.index), match: allowing.hit.match, invalidReason: notInPlan,
+                                journalRecord: allowing.hit.record, replicatedRevision: allowing.hit.revision,
+                                policy: policy, inactiveDirectory: inactive)
+            decision.allowed = true
+        } else if let labelling {
             decision = Decision(verdict: .identified, number: number, label: labelling.hit.label, source: .directory(labelling.index),
                                 match: labelling.hit.match, invalidReason: notInPlan, journalRecord: labelling.hit.record, replicatedRevision: labelling.hit.revision,
                                 policy: policy, inactiveDirectory: inactive)
@@ -269,6 +286,21 @@ public final class ScreeningSet: Sendable {
 
 
     // MARK: - Reading decisions
+
+    /// The blocks an allow entry overrode: the entries of the lower-priority directories
+    /// (in force at the call's time) that block the decision's number, in priority order.
+    /// Empty unless `decision.allowed`. Looked up again rather than carried in the
+    /// decision, which stays a small value; only the log and `--json` ask.
+    public func overriddenBlocks(_ decision: Decision, context: CallContext = CallContext()) -> [(directory: Int, match: NumberPattern)] {
+        guard decision.allowed, case .directory(let allowing)? = decision.source, let number = decision.number else { return [] }
+        var overridden: [(directory: Int, match: NumberPattern)] = []
+        for i in directories.indices where i > allowing {
+            let directory = directories[i]
+            if let active = directory.active, let time = context.time, !active.contains(time) { continue }
+            if let hit = try? directory.lookup(number, index: i), hit.blocked { overridden.append((i, hit.match)) }
+        }
+        return overridden
+    }
 
     /// Reads a label without copying it. The bytes are valid only inside `body`.
     public func withLabel<R>(_ reference: LabelReference, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {

@@ -40,11 +40,12 @@ public enum CSVColumn: Equatable, Sendable, CustomStringConvertible {
 }
 
 /// What a row means when the file does not say: the action for rows with
-/// no action column (or an empty one). `allow` joins when the directory
-/// format can say it.
+/// no action column (or an empty one).
 public enum CSVRowAction: String, CaseIterable, Sendable {
     case block
     case identify
+    /// Lower-priority directories do not block the number (docs/POLICIES.md).
+    case allow
 }
 
 /// The columns the operator named. Empty: lookupd's own header (or a

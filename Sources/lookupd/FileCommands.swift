@@ -195,8 +195,8 @@ private func runInspect(_ raw: [String]) throws -> Int32 {
                 w.field("record", record.sequence)
                 w.field("match", record.pattern.description)
                 switch record.operation {
-                case .add(let blocked, let label):
-                    w.field("action", blocked ? "block" : "identify")
+                case .add(let blocked, let label, let allowed):
+                    w.field("action", allowed ? "allow" : blocked ? "block" : "identify")
                     w.field("label", bytes: label)
                 case .remove:
                     w.field("action", "remove")
@@ -267,8 +267,8 @@ private func runInspect(_ raw: [String]) throws -> Int32 {
 
 func describeOperation(_ operation: JournalOperation) -> String {
     switch operation {
-    case .add(let blocked, let label):
-        return JournalTarget.describe(blocked: blocked, label: label)
+    case .add(let blocked, let label, let allowed):
+        return JournalTarget.describe(blocked: blocked, label: label, allowed: allowed)
     case .remove:
         return "removed"
     }
@@ -357,9 +357,9 @@ private func runExport(_ raw: [String]) throws -> Int32 {
     func writeCSV(_ out: inout OutputBuffer) -> DirectoryError? {
         out.append("number,action,label\n")
         do {
-            try DirectoryUpdates.forEachEffectiveEntry(file, pending: pending) { pattern, blocked, label in
+            try DirectoryUpdates.forEachEffectiveEntry(file, pending: pending) { pattern, blocked, allowed, label in
                 out.append(pattern.description)
-                out.append(blocked ? ",block," : ",identify,")
+                out.append(allowed ? ",allow," : blocked ? ",block," : ",identify,")
                 if let label { appendCSVField(&out, label) }
                 out.append(byte: 0x0A)
                 out.flushIfLarge()

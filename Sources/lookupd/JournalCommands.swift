@@ -12,11 +12,15 @@ let addCommand = Command(
     usage: """
     Usage: lookupd add NUMBER --block [--label TEXT] [--expires WHEN] [--to DIRECTORY] [--json] [--config FILE]
            lookupd add NUMBER --label TEXT [--expires WHEN] [--to DIRECTORY] [--json] [--config FILE]
+           lookupd add NUMBER --allow [--label TEXT] [--expires WHEN] [--to DIRECTORY] [--json] [--config FILE]
            lookupd add --from-file FILE [--expires WHEN] [--to DIRECTORY] [--json] [--config FILE]
 
     Adds NUMBER (any common form, or a prefix rule such as +86170*) to a
     directory, or changes what it says about it: --block blocks it, --label
-    shows it with TEXT, both block it with a label. The change is appended
+    shows it with TEXT, both block it with a label. --allow allows it: no
+    directory of lower priority than this one blocks it (a customer's list
+    allowing one number of a range a carrier feed blocks; docs/POLICIES.md),
+    shown with TEXT when --label is given too. The change is appended
     to the directory's journal (DIRECTORY.journal) and synced to disk before
     this command reports success; the running daemon applies it within a
     second, and lookupd query sees it at once. Adding an entry that is
@@ -41,6 +45,7 @@ let addCommand = Command(
 
     Options:
       --block              block the number
+      --allow              allow the number over lower-priority directories' blocks
       --label TEXT         show the number with this label
       --expires WHEN       end the change then (a duration or an RFC 3339 time)
       --from-file FILE     the numbers of FILE instead of NUMBER (all or nothing)
@@ -140,16 +145,22 @@ let compactCommand = Command(
 )
 
 private func runAdd(_ raw: [String]) throws -> Int32 {
-    let args = try Arguments(raw, valued: Set(["to", "config", "label", "expires", "from-file"]).union(PlanOptions.names), flags: ["block", "json"])
+    let args = try Arguments(raw, valued: Set(["to", "config", "label", "expires", "from-file"]).union(PlanOptions.names), flags: ["block", "allow", "json"])
     if args.flag("help") { return printUsage(addCommand) }
+    let allow = args.flag("allow")
     let label = try args.value("label")
     let fromFile = try args.value("from-file")
     if fromFile != nil {
         guard args.positionals.isEmpty else { throw UsageError("give NUMBER or --from-file FILE, not both") }
-        guard !args.flag("block"), label == nil else { throw UsageError("--from-file takes each number's action and label from FILE; leave out --block and --label") }
+        guard !args.flag("block"), !allow, label == nil else {
+            throw UsageError("--from-file takes each number's action and label from FILE; leave out --block, --allow and --label")
+        }
     } else {
         guard args.positionals.count == 1 else { throw UsageError("give one NUMBER, or --from-file FILE") }
-        guard args.flag("block") || label != nil else { throw UsageError("say what to do: --block, --label TEXT, or both") }
+        guard args.flag("block") || allow || label != nil else {
+            throw UsageError("say what to do: --block, --allow or --label TEXT (a label goes with --block or --allow too)")
+        }
+        guard !(args.flag("block") && allow) else { throw UsageError("--block and --allow contradict each other; give one") }
         if let label, let problem = LabelRules.problem(label) { throw UsageError("--label: \(problem)") }
     }
     let now = Int64(time(nil))
@@ -169,7 +180,7 @@ private func runAdd(_ raw: [String]) throws -> Int32 {
             throw UsageError("--expires and --from-file are not replicated through etcd; with replicate set, add one number at a time")
         }
         let pattern = try JournalTarget.pattern(args.positionals[0], plan: config.plan)
-        return try ReplicatedCommands.add(pattern, blocked: args.flag("block"), label: label.map { Array($0.utf8) },
+        return try ReplicatedCommands.add(pattern, blocked: args.flag("block"), label: label.map { Array($0.utf8) }, allowed: allow,
                                           directory: directory, config: config, replication: replication)
     }
     let requests: [DirectoryUpdates.Request]
@@ -177,7 +188,7 @@ private func runAdd(_ raw: [String]) throws -> Int32 {
         requests = try JournalTarget.readAdditions(fromFile, plan: config.plan, expires: expires)
     } else {
         let pattern = try JournalTarget.pattern(args.positionals[0], plan: config.plan)
-        requests = [.add(pattern, blocked: args.flag("block"), label: label.map { Array($0.utf8) }, expires: expires)]
+        requests = [.add(pattern, blocked: args.flag("block"), label: label.map { Array($0.utf8) }, expires: expires, allowed: allow)]
     }
     return try JournalTarget.apply(requests, directory: directory, config: config, json: args.flag("json"), now: now)
 }
@@ -345,9 +356,9 @@ enum JournalTarget {
         for (keys, values) in [(content.exactKeys, content.exactValues), (content.prefixKeys, content.prefixValues)] {
             for (key, value) in zip(keys, values) {
                 guard let pattern = JournalRecord.pattern(key: key) else { continue }
-                let labelPlusOne = Int(value >> 1)
+                let labelPlusOne = Int(DirectoryFormat.labelPlusOne(value))
                 requests.append(.add(pattern, blocked: value & 1 != 0, label: labelPlusOne == 0 ? nil : content.labels[labelPlusOne - 1],
-                                     expires: expires))
+                                     expires: expires, allowed: DirectoryFormat.allows(value)))
             }
         }
         guard !requests.isEmpty else { throw CommandFailure("\(path) holds no numbers; nothing written") }
@@ -421,14 +432,15 @@ enum JournalTarget {
         return w
     }
 
-    static func describe(blocked: Bool, label: [UInt8]?) -> String {
+    static func describe(blocked: Bool, label: [UInt8]?, allowed: Bool = false) -> String {
         let text = label.map { "label '\(String(decoding: $0, as: UTF8.self))'" }
         if blocked { return text.map { "block, \($0)" } ?? "block" }
+        if allowed { return text.map { "allow, \($0)" } ?? "allow" }
         return text ?? "-"
     }
 
     static func describe(_ entry: DirectoryUpdates.StoredEntry) -> String {
-        describe(blocked: entry.blocked, label: entry.label) + (entry.expires == 0 ? "" : " until \(TimeText.rfc3339(entry.expires))")
+        describe(blocked: entry.blocked, label: entry.label, allowed: entry.allowed) + (entry.expires == 0 ? "" : " until \(TimeText.rfc3339(entry.expires))")
     }
 
     static func origin(_ entry: DirectoryUpdates.StoredEntry?) -> String {

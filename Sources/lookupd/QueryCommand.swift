@@ -245,7 +245,7 @@ struct AnswerPrinter {
 
     private mutating func printJSON(_ input: UnsafeRawBufferPointer, _ d: Decision) {
         writer.reset()
-        set.writeJSON(d, input: input, to: &writer)
+        set.writeJSON(d, input: input, context: CallContext(time: time), to: &writer)
         out.append(writer.bytes)
         out.append(byte: 0x0A)
     }
@@ -263,6 +263,11 @@ struct AnswerPrinter {
         if let policy = d.policy, d.source != .policy(policy) { parts.append("policy \(policy)") }
         if d.verdict == .bypassed { parts.append("bypass list") }
         if let inactive = d.inactiveDirectory { parts.append("\(set.directories[inactive].name) outside its active window") }
+        if d.allowed {
+            let overridden = set.overriddenBlocks(d, context: CallContext(time: time))
+            parts.append(overridden.isEmpty ? "allow"
+                         : "allow over " + overridden.map { "\(set.directories[$0.directory].name) \($0.match)" }.joined(separator: ", "))
+        }
         return parts.isEmpty ? nil : parts.joined(separator: ", ")
     }
 }

@@ -7,16 +7,16 @@ import Screening
 /// change goes to etcd, not to this node's journal; every node's daemon,
 /// this one's included, applies it from its watch.
 enum ReplicatedCommands {
-    static func add(_ pattern: NumberPattern, blocked: Bool, label: [UInt8]?, directory: DirectoryConfig,
+    static func add(_ pattern: NumberPattern, blocked: Bool, label: [UInt8]?, allowed: Bool = false, directory: DirectoryConfig,
                     config: LookupdConfig, replication: ReplicationConfig) throws -> Int32 {
         try requireConfigured(directory, config)
         let outcome: ReplicatedUpdates.Outcome
         do {
-            outcome = try ReplicatedUpdates.add(pattern, blocked: blocked, label: label, directory: directory.name, config: replication)
+            outcome = try ReplicatedUpdates.add(pattern, blocked: blocked, label: label, allowed: allowed, directory: directory.name, config: replication)
         } catch {
             throw CommandFailure("\(pattern) not added to \(directory.name): \(error)")
         }
-        let what = JournalTarget.describe(blocked: blocked, label: label)
+        let what = JournalTarget.describe(blocked: blocked, label: label, allowed: allowed)
         var out = OutputBuffer(fd: 1)
         if let revision = outcome.revision {
             if let previous = outcome.previous {
@@ -76,7 +76,8 @@ enum ReplicatedCommands {
     private static func describe(_ value: ReplicatedValue) -> String {
         switch value.action {
         case .remove: return "removed"
-        case .block, .identify: return JournalTarget.describe(blocked: value.action == .block, label: value.label)
+        case .block, .identify, .allow:
+            return JournalTarget.describe(blocked: value.action == .block, label: value.label, allowed: value.action == .allow)
         }
     }
 }

@@ -110,7 +110,7 @@ final class ReplicatedLayerTests: XCTestCase {
             case nil: layerModel.removeValue(forKey: text)
             case .refused?: layerModel[text] = .some(nil)
             case .remove?: layerModel[text] = .some(.removed)
-            case .add(let b, let l)?: layerModel[text] = .some(.add(b, l.map { String(decoding: $0, as: UTF8.self) }))
+            case .add(let b, let l, _)?: layerModel[text] = .some(.add(b, l.map { String(decoding: $0, as: UTF8.self) }))
             }
         }
         let base = try loadDirectory(path)
