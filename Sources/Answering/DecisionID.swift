@@ -37,6 +37,16 @@ enum DecisionID {
         return hex(high.finalize(), low.finalize())
     }
 
+    /// The id of the `sequence`th lookup of a daemon whose start drew `nonce`: an HTTP lookup
+    /// has no transaction to derive one from, and is never retransmitted.
+    static func make(sequence: UInt64, nonce: UInt64) -> String {
+        var low = XXH64(seed: nonce)
+        var high = XXH64(seed: nonce ^ 0x6874_7470_6c6f_6f6b)
+        var n = sequence.littleEndian
+        withUnsafeBytes(of: &n) { low.update($0); high.update($0) }
+        return hex(high.finalize(), low.finalize())
+    }
+
     /// 32 lowercase hex digits, high word first, written in place: every logged call makes
     /// one, and building it from `String(radix:)` pieces cost more than both hashes.
     static func hex(_ high: UInt64, _ low: UInt64) -> String {
@@ -49,5 +59,21 @@ enum DecisionID {
             }
             return 32
         }
+    }
+}
+
+/// Decision ids for the lookups of one HTTP listener (`/lookup`, `/lookup.json`): unique for
+/// the daemon's lifetime (a random draw at start, then a count), 32 hex digits as for calls.
+///
+/// Threading: belongs to one thread.
+public struct LookupDecisionIDs {
+    private let nonce = UInt64.random(in: .min ... .max)
+    private var count: UInt64 = 0
+
+    public init() {}
+
+    public mutating func next() -> String {
+        count &+= 1
+        return DecisionID.make(sequence: count, nonce: nonce)
     }
 }

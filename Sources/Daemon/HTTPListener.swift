@@ -50,6 +50,7 @@ final class HTTPListener: @unchecked Sendable {
     static let refusedTimeout = 5.0
     private var set: ServingSet
     private var json = JSONWriter()
+    private var decisionIDs = LookupDecisionIDs()
     private let writes: WriteAPI
     /// `number=` is read as `lookupd query` and the SIP path read a caller (a URI or a number).
     private let identities = SIPIdentityReader(capacity: 4096)
@@ -351,7 +352,9 @@ final class HTTPListener: @unchecked Sendable {
                        contentType: "text/plain; charset=utf-8")
             } else {
                 json.reset()
-                number.withUnsafeBytes { screening.writeJSON(decision, input: $0, to: &json) }
+                let context = CallContext(time: screening.usesTime ? set.policy.zone.localTime(utc: now.seconds) : nil)
+                let id = decisionIDs.next()
+                number.withUnsafeBytes { screening.writeJSON(decision, input: $0, context: context, id: id, to: &json) }
                 let body = json.line
                 answer(c, endpoint, 200, "OK", body, keepAlive: request.keepAlive, head: head,
                        contentType: "application/json")

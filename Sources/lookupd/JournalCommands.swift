@@ -412,7 +412,7 @@ enum JournalTarget {
             let was = change.previous.map { " (was \(describe($0)), \(origin($0)))" } ?? ""
             return "removed \(pattern) from \(directory.name)\(was): journal record \(change.record?.sequence ?? 0)"
         }
-        let what = describe(blocked: addition.blocked, label: addition.label) + until
+        let what = describe(blocked: addition.blocked, label: addition.label, allowed: request.allowed) + until
         guard let record = change.record else {
             return "\(pattern) is already in \(directory.name) (\(what), \(origin(change.previous))); nothing written"
         }
@@ -432,7 +432,7 @@ enum JournalTarget {
         return w
     }
 
-    static func describe(blocked: Bool, label: [UInt8]?, allowed: Bool = false) -> String {
+    static func describe(blocked: Bool, label: [UInt8]?, allowed: Bool) -> String {
         let text = label.map { "label '\(String(decoding: $0, as: UTF8.self))'" }
         if blocked { return text.map { "block, \($0)" } ?? "block" }
         if allowed { return text.map { "allow, \($0)" } ?? "allow" }

@@ -10,7 +10,8 @@ let logCommand = Command(
     summary: "show the decision log: blocked and identified calls",
     usage: """
     Usage: lookupd log [--blocked] [--verdict V] [--since TIME] [--until TIME] [--caller NUMBER] [--callee USER]
-                       [--id CALL-ID] [--follow] [--json] [--config FILE | --file PATH | -]
+                       [--call-id CALL-ID] [--follow] [--json] [--config FILE | --file PATH | -]
+           lookupd log --id ID [--json] [--config FILE | --file PATH | -]
 
     Reads the decision log back: one line per call the daemon blocked,
     identified, recognised as a contact, or that a caller policy or time
@@ -35,6 +36,15 @@ let logCommand = Command(
     the calls as the daemon logs them, until interrupted, and follows the
     log file across rotations.
 
+    --id ID finds one decision by its id: the id a 603+ rejection carries
+    in its Reason header (id=...), which a blocked caller quotes asking
+    for redress, or the "id" of a /lookup.json answer. The decision is
+    printed whole, one field a line (time, verdict, caller, callee,
+    label, source, rule, Call-ID, then every other logged field), so the
+    operator sees why the call was blocked and can lookupd remove the
+    entry, or lookupd add --allow the number. Exit status 1 and a message
+    when no decision in the log has that id.
+
     Options:
       --blocked        only blocked calls (--verdict blocked)
       --verdict V      only calls with this verdict (blocked, identified, contact, ...)
@@ -43,26 +53,35 @@ let logCommand = Command(
       --until TIME     only calls before TIME (the same forms)
       --caller NUMBER  only calls from this caller, in any written form
       --callee USER    only calls to this callee (as logged)
-      --id CALL-ID     only the call with this Call-ID
+      --call-id CALL-ID  only the calls with this Call-ID
+      --id ID          the one decision with this id, printed whole
       --follow         go on printing calls as they are logged
       --json           one JSON object per call (the logged fields) instead
       --config FILE    take log-file from this configuration
       --file PATH      read this log file (and its rotated predecessors)
       -h, --help       this text
 
-    Exit status: 0 (also when nothing matched), 1 when the log cannot be
-    read or no log-file is configured, 2 usage error.
+    Exit status: 0 (also when nothing matched, except with --id), 1 when
+    the log cannot be read, no log-file is configured or no decision has
+    the --id given, 2 usage error.
 
     """,
     run: runLog
 )
 
 private func runLog(_ raw: [String]) throws -> Int32 {
-    let args = try Arguments(raw, valued: ["config", "file", "since", "until", "caller", "callee", "verdict", "id"],
+    let args = try Arguments(raw, valued: ["config", "file", "since", "until", "caller", "callee", "verdict", "id", "call-id"],
                              flags: ["blocked", "json", "follow"])
     if args.flag("help") { return printUsage(logCommand) }
-    var filter = LogFilter(blockedOnly: args.flag("blocked"), callee: try args.value("callee"), callID: try args.value("id"))
+    var filter = LogFilter(blockedOnly: args.flag("blocked"), callee: try args.value("callee"), callID: try args.value("call-id"))
     filter.verdict = try args.value("verdict")
+    if let id = try args.value("id") {
+        guard RedressRules.isDecisionID(id.utf8) else {
+            throw UsageError("--id expects a decision id: up to 64 letters, digits, '-' or '_' (32 hex digits as lookupd gives them)")
+        }
+        guard !args.flag("follow") else { throw UsageError("--id finds a decision already logged; leave out --follow") }
+        filter.decisionID = id
+    }
     let now = Double(time(nil))
     for (option, text) in [("since", try args.value("since")), ("until", try args.value("until"))] {
         guard let text else { continue }
@@ -119,6 +138,10 @@ private func runLog(_ raw: [String]) throws -> Int32 {
         if follow { try printer.follow(path) }
     }
     printer.out.flush()
+    if let id = filter.decisionID, printer.printed == 0 {
+        throw CommandFailure("no decision with id \(id) in \(printer.sources.joined(separator: ", ")) (the log may have been rotated away, "
+                             + "or the id mistyped; ids are case-sensitive)")
+    }
     return 0
 }
 
@@ -128,6 +151,8 @@ struct LogFilter {
     var caller: String? = nil
     var callee: String? = nil
     var callID: String? = nil
+    /// `--id`: the decision's id (`id=` of its line).
+    var decisionID: String? = nil
     var verdict: String? = nil
     /// Unix time in seconds.
     var since: Double? = nil
@@ -146,6 +171,7 @@ struct LogFilter {
         if let caller, record["caller"] != caller { return false }
         if let callee, record["callee"] != callee { return false }
         if let callID, record["call-id"] != callID { return false }
+        if let decisionID, record["id"] != decisionID { return false }
         if since != nil || until != nil {
             guard let time = record["time"].flatMap(LogTime.parse) else { return false }
             if let since, time < since { return false }
@@ -198,10 +224,14 @@ struct LogPrinter {
     let filter: LogFilter
     let json: Bool
     var out = OutputBuffer(fd: 1)
+    /// Calls printed, and what was read (for --id's "not found").
+    private(set) var printed = 0
+    private(set) var sources: [String] = []
 
     /// Reads `fd` to its end. `follow` (standard input): then waits for
     /// more, printing each call as it comes.
     mutating func read(fd: Int32, name: String, follow: Bool = false) throws {
+        sources.append(name)
         var pending: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
@@ -273,7 +303,8 @@ struct LogPrinter {
     private mutating func line(_ bytes: ArraySlice<UInt8>) {
         let text = String(decoding: bytes, as: UTF8.self)
         guard let record = LogRecord.parse(Substring(text)), filter.accepts(record) else { return }
-        if json { printJSON(record) } else { printText(record) }
+        printed += 1
+        if json { printJSON(record) } else if filter.decisionID != nil { printWhole(record) } else { printText(record) }
         out.flushIfLarge()
     }
 
@@ -287,6 +318,18 @@ struct LogPrinter {
             if let value = r[key] { out.append("  \(key)=\(LogPrinter.visible(value))") }
         }
         out.append(byte: 0x0A)
+    }
+
+    /// `--id`: every field of the decision, one a line, the redress questions first.
+    private mutating func printWhole(_ r: LogRecord) {
+        let first = ["id", "time", "verdict", "caller", "callee", "label", "source", "rule", "call-id", "response"]
+        let width = 13
+        func put(_ key: String, _ value: String?) {
+            out.append(key + String(repeating: " ", count: max(1, width - key.count)) + (value.map(LogPrinter.visible) ?? "-") + "\n")
+        }
+        if printed > 1 { out.append("\n") }
+        for key in first { put(key, r[key]) }
+        for field in r.fields where !first.contains(field.key) { put(field.key, field.value) }
     }
 
     private mutating func printJSON(_ r: LogRecord) {

@@ -182,7 +182,7 @@ final class DecisionLogTests: DaemonTestCase {
         XCTAssertTrue(follower.isRunning, "it goes on following")
         // --until and --callee, --verdict and --id on what is there.
         XCTAssertEqual(try lookupd(["log", "--file", log, "--until", "2000-01-01"]).stdout, "")
-        XCTAssertEqual(try lookupd(["log", "--file", log, "--id", "other-1@pbx"]).stdout.split(separator: "\n").count, 1)
+        XCTAssertEqual(try lookupd(["log", "--file", log, "--call-id", "other-1@pbx"]).stdout.split(separator: "\n").count, 1)
         XCTAssertEqual(try lookupd(["log", "--file", log, "--verdict", "identified"]).stdout, "")
         XCTAssertEqual(try lookupd(["log", "--file", log, "--callee", "nobody"]).stdout, "")
     }

@@ -33,7 +33,10 @@ final class HTTPTests: DaemonTestCase {
         XCTAssertEqual(object["match"] as? String, "+86170*")
         XCTAssertTrue(object["policy"] is NSNull)
         let query = try lookupd(["query", "--json", "--config", daemon.configPath, "--callee", "1001", "+8617012345678"])
-        XCTAssertEqual(json.body, query.stdout, "same JSON as lookupd query --json")
+        // Same JSON as lookupd query --json, with the lookup's decision id first.
+        let id = try XCTUnwrap(object["id"] as? String, json.body)
+        XCTAssertNotNil(id.range(of: "^[0-9a-f]{32}$", options: .regularExpression), id)
+        XCTAssertEqual(json.body.replacingOccurrences(of: "{\"id\":\"\(id)\",", with: "{"), query.stdout, "same JSON as lookupd query --json")
         let invalid = try curl("\(base)/lookup.json?number=reception")
         let invalidObject = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(invalid.body.utf8)) as? [String: Any])
         XCTAssertEqual(invalidObject["verdict"] as? String, "invalid")
