@@ -13,12 +13,12 @@ _lookupd_options() {
         serve)   echo "--config --help" ;;
         reload)  echo "--config --socket --json --help" ;;
         stats)   echo "--config --socket --json --summary --help" ;;
-        add)     echo "--block --label --expires --from-file --to --json --config --country --country-code --national-prefix --international-prefix --national-number-length --help" ;;
+        add)     echo "--block --allow --label --expires --from-file --to --json --config --country --country-code --national-prefix --international-prefix --national-number-length --help" ;;
         remove)  echo "--from --from-file --json --config --country --country-code --national-prefix --international-prefix --national-number-length --help" ;;
         compact) echo "--json --config --help" ;;
         search)  echo "--directory --limit --json --config --help" ;;
         update)  echo "--config --force --allow-shrink --rollback --no-reload --quiet --json --help" ;;
-        log)     echo "--blocked --verdict --since --until --caller --callee --id --follow --json --config --file --help" ;;
+        log)     echo "--blocked --verdict --since --until --caller --callee --call-id --id --follow --json --config --file --help" ;;
     esac
 }
 
@@ -55,7 +55,7 @@ _lookupd() {
         --on-duplicate)
             COMPREPLY=($(compgen -W "error first last" -- "$cur")); return ;;
         --action)
-            COMPREPLY=($(compgen -W "block identify" -- "$cur")); return ;;
+            COMPREPLY=($(compgen -W "block identify allow" -- "$cur")); return ;;
         --verstat)
             COMPREPLY=($(compgen -W "TN-Validation-Passed TN-Validation-Failed No-TN-Validation" -- "$cur")); return ;;
         --since|--until)
@@ -68,7 +68,7 @@ _lookupd() {
             COMPREPLY=($(compgen -W "CN US GB IT DE FR JP KR IN AU CA HK TW SG RU BR ES NL NO SE" -- "$cur")); return ;;
         --attribution)
             COMPREPLY=($(compgen -W "zh en zh_Hant de fr ja ko ru es off" -- "$cur")); return ;;
-        --label|--callee|--caller|--id|--at|--to|--from|--rollback|--country-code|--national-prefix|--international-prefix|--national-number-length|--directory-version|--max-errors|--memory|--number-column|--label-column|--action-column)
+        --label|--callee|--caller|--id|--call-id|--at|--to|--from|--rollback|--country-code|--national-prefix|--international-prefix|--national-number-length|--directory-version|--max-errors|--memory|--number-column|--label-column|--action-column)
             return ;;
     esac
 

@@ -119,7 +119,7 @@ public struct FeedConfig: Equatable, Sendable {
             default: source.columns.action = column
             }
         case "action":
-            guard let action = CSVRowAction(rawValue: value) else { throw ConfigParser.ValueError("must be block or identify") }
+            guard let action = CSVRowAction(rawValue: value) else { throw ConfigParser.ValueError("must be block, identify or allow") }
             source.defaultAction = action
         case "header":
             source.columns.noHeader = try FeedConfig.yesNo(value) == false

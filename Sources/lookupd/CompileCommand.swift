@@ -23,8 +23,9 @@ let compileCommand = Command(
     Source formats, by file name (or --format):
       .csv   a header line naming the columns number, action, label
              (',' ';' or tab separated; RFC 4180 quoting; UTF-8, or UTF-16
-             with its byte order mark). action is block or identify; a label
-             on a block line is shown too; no action means identify when
+             with its byte order mark). action is block, identify or allow
+             (no lower-priority directory blocks the number: docs/POLICIES.md);
+             a label on a block or allow line is shown too; no action means identify when
              there is a label, block when there is none. Exports recognised
              by their header, no options needed (docs/FORMATS.md): FreePBX
              Blacklist (every row blocks), FTC Do Not Call complaints (every
@@ -32,7 +33,8 @@ let compileCommand = Command(
              Outlook contacts (every phone identified with the name).
       .json  an array of {"number", "action", "label"} objects, the iOS-app
              style [{"phoneNum": "+86...", "typeName": "..."}], or JSON Lines.
-      .txt   one number per line, each blocked; # starts a comment.
+      .txt   one number per line, each blocked (allowed with --action allow);
+             # starts a comment.
       .vcf   vCards: every TEL identified with the card's name.
     A number ending in * is a prefix rule (+86170* covers every number under
     it); an exact entry beats a prefix, a longer prefix beats a shorter one.
@@ -57,8 +59,8 @@ let compileCommand = Command(
                                or by position (1 is the first); once a column
                                is named, the columns not named are ignored
       --label-column COLUMN    CSV: the column holding labels
-      --action-column COLUMN   CSV: the column holding block or identify
-      --action ACTION          the action of rows without one: block or identify
+      --action-column COLUMN   CSV: the column holding block, identify or allow
+      --action ACTION          the action of rows without one: block, identify or allow
       --no-header              CSV: the first line is data (columns by
                                position; without names: number, action, label)
       --skip-invalid           leave bad lines out, reporting each, instead of
@@ -123,7 +125,7 @@ private func runCompile(_ raw: [String]) throws -> Int32 {
     options.maxDiagnostics = maxErrors
     options.columns = try CompileColumns.mapping(args)
     if let action = try args.value("action") {
-        guard let a = CSVRowAction(rawValue: action) else { throw UsageError("--action must be block or identify") }
+        guard let a = CSVRowAction(rawValue: action) else { throw UsageError("--action must be block, identify or allow") }
         options.defaultAction = a
     }
     options.skipInvalid = args.flag("skip-invalid")

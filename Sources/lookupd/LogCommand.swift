@@ -42,7 +42,7 @@ let logCommand = Command(
     printed whole, one field a line (time, verdict, caller, callee,
     label, source, rule, Call-ID, then every other logged field), so the
     operator sees why the call was blocked and can lookupd remove the
-    entry, or lookupd add --allow the number. Exit status 1 and a message
+    entry, or lookupd add the number as an allow entry. Exit status 1 and a message
     when no decision in the log has that id.
 
     Options:
