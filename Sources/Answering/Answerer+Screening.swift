@@ -64,9 +64,7 @@ extension Answerer {
     /// at debug, and never in the file. `status` 0: forwarded.
     mutating func logCall(_ request: SIPRequest, _ d: Decision, status: Int, set: ServingSet,
                           source: SIPSourceAddress, now: WallTime, id: String? = nil, treatment: String? = nil, log: inout LogLines) {
-        let decided = d.verdict == .blocked || d.verdict == .identified || d.verdict == .contact || d.policy != nil
-            || d.inactiveDirectory != nil || d.allowed || (d.verdict == .unknown && set.policy.logUnknown)
-        let level: LogLevel = d.verdict == .blocked ? .notice : decided ? .info : .debug
+        let (level, decided) = DecisionLine.level(d, logUnknown: set.policy.logUnknown)
         let toFile = decided && log.writesFile
         guard log.enabled(level) || toFile else { return }
         let empty = UnsafeRawBufferPointer(start: nil, count: 0)
@@ -75,24 +73,7 @@ extension Answerer {
         if let number = d.number { line.field("caller", number.description) } else { line.field("caller", request.from.uri.userOrNumber?.bytes ?? empty) }
         line.field("callee", request.requestURI.user?.bytes ?? empty)
         line.number("response", status)
-        if let label = d.label { set.screening.withLabel(label) { line.field("label", $0) } }
-        if let s = d.source { line.field("source", set.screening.sourceName(s)) }
-        if let m = d.match { line.field("match", m.description) }
-        if let record = d.journalRecord { line.number("record", Int(record)) }
-        if let revision = d.replicatedRevision { line.number("revision", Int(revision)) }
-        if let policy = d.policy { line.field("policy", policy.rawValue) }
-        if let inactive = d.inactiveDirectory { line.field("inactive", set.screening.directories[inactive].name) }
-        if d.allowed {
-            line.field("allowed", "yes")
-            let time = set.screening.usesTime ? set.policy.zone.localTime(utc: now.seconds) : nil
-            let overridden = set.screening.overriddenBlocks(d, context: CallContext(time: time))
-            if !overridden.isEmpty {
-                line.field("overridden", overridden.map { set.screening.directories[$0.directory].name + ":" + $0.match.description }
-                    .joined(separator: ","))
-            }
-        }
-        // The rule that decided: the entry (exact number or prefix rule), else the policy.
-        if let m = d.match { line.field("rule", m.description) } else if let policy = d.policy { line.field("rule", "policy:" + policy.rawValue) }
+        line.decisionFields(d, set: set, now: now)
         line.field("call-id", request.callID.bytes)
         line.field("from", source.ip.contains(":") ? "[\(source.ip)]:\(source.port)" : "\(source.ip):\(source.port)")
         // The decision id (the one a 603+ gave the caller, who quotes it asking for redress).
@@ -102,12 +83,80 @@ extension Answerer {
         // Last: the caller's own text.
         if let name = request.from.displayName?.bytes, !name.isEmpty { line.field("display-name", name) }
         line.end()
+        line.submit(d, level: level, decided: decided, to: &log)
+    }
+}
+
+extension DecisionLine {
+    /// The level of a decision's line, and whether it is one the log file keeps: blocked (at
+    /// notice, so a blocked call is never silent short of log-level = warning), identified, a
+    /// contact's, one a policy, a time window or an allow entry took part in, and with
+    /// `log-unknown` an unknown caller's (info); the others at debug, never in the file.
+    static func level(_ d: Decision, logUnknown: Bool) -> (LogLevel, decided: Bool) {
+        let decided = d.verdict == .blocked || d.verdict == .identified || d.verdict == .contact || d.policy != nil
+            || d.inactiveDirectory != nil || d.allowed || (d.verdict == .unknown && logUnknown)
+        return (d.verdict == .blocked ? .notice : decided ? .info : .debug, decided)
+    }
+
+    /// What decided, the same for calls and HTTP lookups: label, source, the entry or the
+    /// policy, and the blocks an allow entry overrode.
+    mutating func decisionFields(_ d: Decision, set: ServingSet, now: WallTime) {
+        if let label = d.label { set.screening.withLabel(label) { field("label", $0) } }
+        if let s = d.source { field("source", set.screening.sourceName(s)) }
+        if let m = d.match { field("match", m.description) }
+        if let record = d.journalRecord { number("record", Int(record)) }
+        if let revision = d.replicatedRevision { number("revision", Int(revision)) }
+        if let policy = d.policy { field("policy", policy.rawValue) }
+        if let inactive = d.inactiveDirectory { field("inactive", set.screening.directories[inactive].name) }
+        if d.allowed {
+            field("allowed", "yes")
+            let time = set.screening.usesTime ? set.policy.zone.localTime(utc: now.seconds) : nil
+            let overridden = set.screening.overriddenBlocks(d, context: CallContext(time: time))
+            if !overridden.isEmpty {
+                field("overridden", overridden.map { set.screening.directories[$0.directory].name + ":" + $0.match.description }
+                    .joined(separator: ","))
+            }
+        }
+        // The rule that decided: the entry (exact number or prefix rule), else the policy.
+        if let m = d.match { field("rule", m.description) } else if let policy = d.policy { field("rule", "policy:" + policy.rawValue) }
+    }
+
+    /// `calls`: a call's line, which the status page's recent calls may list.
+    func submit(_ d: Decision, level: LogLevel, decided: Bool, calls: Bool = true, to log: inout LogLines) {
         if decided {
-            log.decision(level, line.bytes, recent: d.verdict == .blocked || d.verdict == .identified)
+            log.decision(level, bytes, recent: calls && (d.verdict == .blocked || d.verdict == .identified))
         } else {
             log.begin(level)
-            log.appendRaw(line.bytes)
+            log.appendRaw(bytes)
             log.end()
         }
+    }
+}
+
+/// The decision-log line of an HTTP lookup (`/lookup`, `/lookup.json`): where a PBX asks
+/// over HTTP (FreeSWITCH's mod_cidlookup, Asterisk's CURL()), that lookup is the call's
+/// decision, so it is logged as a call's is, with `via=http` and its id instead of the SIP
+/// transaction's fields, and `lookupd log --id` finds it.
+///
+/// Threading: belongs to one thread (the HTTP listener's).
+public struct LookupLogLine {
+    private var line = DecisionLine()
+
+    public init() {}
+
+    public mutating func log(_ d: Decision, input: UnsafeRawBufferPointer, callee: UnsafeRawBufferPointer, id: String,
+                             set: ServingSet, now: WallTime, to log: inout LogLines) {
+        let (level, decided) = DecisionLine.level(d, logUnknown: set.policy.logUnknown)
+        guard log.enabled(level) || (decided && log.writesFile) else { return }
+        line.begin(set.policy.logFormat, at: now)
+        line.field("verdict", d.verdict.rawValue)
+        if let number = d.number { line.field("caller", number.description) } else { line.field("caller", input) }
+        line.field("callee", callee)
+        line.decisionFields(d, set: set, now: now)
+        line.field("via", "http")
+        line.field("id", id)
+        line.end()
+        // Not among the status page's recent calls: its own lookup form asks here too.
+        line.submit(d, level: level, decided: decided, calls: false, to: &log)
     }
 }

@@ -51,13 +51,20 @@ final class HTTPListener: @unchecked Sendable {
     private var set: ServingSet
     private var json = JSONWriter()
     private var decisionIDs = LookupDecisionIDs()
+    /// Lookups are decisions: logged as calls are (`LookupLogLine`), flushed after each.
+    private let logSink: LogSink?
+    private var log: LogBuffer
+    private var logLine = LookupLogLine()
     private let writes: WriteAPI
     /// `number=` is read as `lookupd query` and the SIP path read a caller (a URI or a number).
     private let identities = SIPIdentityReader(capacity: 4096)
 
     init(address: ListenAddress, current: CurrentSet, stopFlag: StopFlag, counters: HTTPCounters, latency: LatencyHistogram,
-         page: StatusPage, logger: Logger = Logger(level: .info), metrics: @escaping @Sendable () -> String) throws(SystemError) {
+         page: StatusPage, logger: Logger = Logger(level: .info), logSink: LogSink? = nil,
+         metrics: @escaping @Sendable () -> String) throws(SystemError) {
         self.page = page
+        self.logSink = logSink
+        log = LogBuffer(level: current.get().config.logLevel, sink: logSink)
         writes = WriteAPI(logger: logger)
         self.current = current
         self.stopFlag = stopFlag
@@ -345,6 +352,12 @@ final class HTTPListener: @unchecked Sendable {
                        keepAlive: request.keepAlive, head: head)
                 return
             }
+            let id = decisionIDs.next()
+            if log.lines.level != set.config.logLevel { log = LogBuffer(level: set.config.logLevel, sink: logSink) }
+            number.withUnsafeBytes { input in
+                callee.withUnsafeBytes { logLine.log(decision, input: input, callee: $0, id: id, set: set, now: now, to: &log.lines) }
+            }
+            log.flush()
             if endpoint == .lookup {
                 var body: [UInt8] = []
                 if let label = decision.label { screening.withLabel(label) { body.append(contentsOf: $0) } }
@@ -353,7 +366,6 @@ final class HTTPListener: @unchecked Sendable {
             } else {
                 json.reset()
                 let context = CallContext(time: screening.usesTime ? set.policy.zone.localTime(utc: now.seconds) : nil)
-                let id = decisionIDs.next()
                 number.withUnsafeBytes { screening.writeJSON(decision, input: $0, context: context, id: id, to: &json) }
                 let body = json.line
                 answer(c, endpoint, 200, "OK", body, keepAlive: request.keepAlive, head: head,

@@ -141,7 +141,7 @@ public final class Service {
                 let page = StatusPage(version: options.version, workers: workers, status: status, log: sink)
                 let replication = self.replication
                 http = try HTTPListener(address: address, current: current, stopFlag: stop, counters: counters, latency: latency,
-                                        page: page, logger: logger) {
+                                        page: page, logger: logger, logSink: sink) {
                     Service.metricsText(workers: workers, set: current.get(), status: status, log: sink, http: counters, httpLatency: latency,
                                         replication: replication.withLock { $0 }?.report)
                 }

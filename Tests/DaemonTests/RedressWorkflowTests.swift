@@ -3,7 +3,8 @@ import Glibc
 import XCTest
 
 /// Issue 17 items 2 and 3 over the daemon's sockets: the operator's redress workflow (the id
-/// a 603+ gave the caller, found whole by `lookupd log --id`; ids on HTTP lookups) and an
+/// a 603+ gave the caller, found whole by `lookupd log --id`; ids on HTTP lookups, logged as
+/// calls are) and an
 /// allow entry in the first directory beating a block in the second.
 final class RedressWorkflowTests: DaemonTestCase {
     override class var rejectionsCarryLabel: Bool { false }
@@ -61,6 +62,14 @@ final class RedressWorkflowTests: DaemonTestCase {
         for httpID in ids { XCTAssertNotNil(httpID.range(of: "^[0-9a-f]{32}$", options: .regularExpression), httpID) }
         XCTAssertNotEqual(ids[0], ids[1])
         XCTAssertNotEqual(ids[0], id)
+        // ... and are logged as calls are, so the same workflow finds them.
+        var http = ""
+        XCTAssertTrue(eventually(timeout: 5) {
+            http = (try? self.lookupd(["log", "--id", ids[1], "--file", log]))?.stdout ?? ""
+            return http.contains("via          http")
+        }, http + readText(log))
+        XCTAssertTrue(http.contains("verdict      blocked\n") && http.contains("caller       \(Caller.fraud)\n"), http)
+        XCTAssertFalse(http.contains(ids[0]), "only that lookup: \(http)")
     }
 
     func testAnAllowInTheFirstDirectoryBeatsABlockInTheSecond() throws {
