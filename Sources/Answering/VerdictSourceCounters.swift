@@ -9,8 +9,9 @@ import Screening
 /// Threading: one writer thread (its worker), any number of readers.
 public final class VerdictSourceCounters: @unchecked Sendable {
     public static let directorySlots = 64
-    /// none, directories, more directories, contacts, callee contacts, one per policy rule.
-    public static let sourceSlots = 1 + directorySlots + 1 + 2 + PolicyRule.allCases.count
+    /// none, directories, more directories, contacts, callee contacts, one per policy rule,
+    /// callee block lists (last, so the other slots keep their places).
+    public static let sourceSlots = 1 + directorySlots + 1 + 2 + PolicyRule.allCases.count + 1
     private let block = CounterBlock(count: Verdict.allCases.count * VerdictSourceCounters.sourceSlots)
     public init() {}
 
@@ -42,6 +43,7 @@ public final class VerdictSourceCounters: @unchecked Sendable {
         case .contacts?: return 2 + directorySlots
         case .calleeContacts?: return 3 + directorySlots
         case .policy(let rule)?: return 4 + directorySlots + PolicyRule.allCases.firstIndex(of: rule)!
+        case .calleeBlocks?: return sourceSlots - 1
         }
     }
 
@@ -59,6 +61,7 @@ public final class VerdictSourceCounters: @unchecked Sendable {
         case 1 + directorySlots: return set.directories.count > directorySlots ? "other-directories" : nil
         case 2 + directorySlots: return "contacts"
         case 3 + directorySlots: return "callee-contacts"
+        case sourceSlots - 1: return "callee-blocks"
         default: return "policy:" + PolicyRule.allCases[slot - 4 - directorySlots].rawValue
         }
     }

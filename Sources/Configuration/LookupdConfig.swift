@@ -168,6 +168,8 @@ public struct LookupdConfig: Sendable {
     public var feeds: [FeedConfig] = []
     /// `contacts-dir`: per-callee contacts.
     public var contactsDirectory: String? = nil
+    /// `blocks-dir`: per-callee block lists.
+    public var blocksDirectory: String? = nil
     /// Caller policies (anonymous-callers, invalid-callers, bypass, verstat-*).
     public var policies = CallerPolicies()
     /// `bypass` items as written; `policies.bypass` holds them parsed.

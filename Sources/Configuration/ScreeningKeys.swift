@@ -29,6 +29,8 @@ extension ConfigParser {
     static let screeningKeys: [ConfigKey] = [
         .path("contacts-dir",
               summary: "Folder of per-callee contacts: 1001.vcf or 1001.csv holds the contacts of callee 1001 (Request-URI user as sent, or a full number), consulted before the global contacts.") { $0.config.contactsDirectory = $1 },
+        .path("blocks-dir",
+              summary: "Folder of per-callee block lists: 1001.csv (number,action,label, as a directory source) or 1001.txt (numbers to block) holds what callee 1001 alone blocks, allows or labels, consulted after the contacts and before the directories; a bad file is skipped with its FILE:LINE, the others still apply.") { $0.config.blocksDirectory = $1 },
         ConfigKey(name: "anonymous-callers", syntax: "allow | block | reject 433 | label [TEXT] [active=WINDOWS]", repeatable: false,
                   summary: "Withheld callers (anonymous, restricted, Privacy: id): let through (default), block (with the block response), reject 433 (block with 433 Anonymity Disallowed, RFC 5079), or let through labelled (default label Anonymous).") { s, v throws(ValueError) in
             try parseAnonymousPolicy(&s, v)

@@ -51,7 +51,12 @@ public enum ScreeningLoader {
             }
             callee = CalleeContacts(folder: folder, lists: perCallee, normalizer: normalizer)
         }
-        // Everything the contacts said so far was a line or a file left out.
+        var blocks = CalleeBlocks.none
+        if let folder = config.blocksDirectory {
+            blocks = try loadCalleeBlocks(folder, plan: config.plan, normalizer: normalizer, warnings: &warnings)
+        }
+        // Everything the contacts and the callees' block lists said so far was a line or a
+        // file left out.
         let skipped = warnings
         var directories: [ScreeningDirectory] = []
         for entry in config.directories {
@@ -107,7 +112,7 @@ public enum ScreeningLoader {
             }
         }
         let set = ScreeningSet(normalizer: normalizer, contacts: lists, directories: directories,
-                               calleeContacts: callee, policies: config.policies, attribution: attribution)
+                               calleeContacts: callee, policies: config.policies, attribution: attribution, calleeBlocks: blocks)
         return Loaded(set: set, zone: try ZoneLoader.load(config.timeZone), warnings: warnings, skipped: skipped)
     }
 
@@ -141,6 +146,50 @@ public enum ScreeningLoader {
         case .failure(let error):
             throw .contacts(error)
         }
+    }
+
+    /// The lists of a `blocks-dir`: each `.csv`/`.txt` file compiled as a directory source
+    /// (in memory: one callee's list is small). A file that is unreadable or has a bad line is
+    /// left out with a warning naming FILE:LINE, and every other callee's list still applies:
+    /// one callee's typo must not take the others' blocks away.
+    static func loadCalleeBlocks(_ folder: String, plan: NumberingPlan, normalizer: NumberNormalizer,
+                                 warnings: inout [Diagnostic]) throws(LoadError) -> CalleeBlocks {
+        let names: [String]
+        do { names = try FileSystem.listFolder(folder).filter { !$0.hasPrefix(".") } } catch {
+            throw .contacts(Diagnostic(file: folder, line: 0, message: "cannot read blocks-dir: \(error)"))
+        }
+        var lists: [(stem: String, list: CalleeBlockList)] = []
+        var seen: [String: String] = [:]
+        var options = DirectoryCompiler.Options()
+        options.plan = plan
+        for name in names.sorted() {
+            let path = folder.hasSuffix("/") ? folder + name : folder + "/" + name
+            guard let format = SourceFormat.guess(path: name), format == .csv || format == .text,
+                  let dot = name.lastIndex(of: "."), FileSystem.isRegularFile(path) else { continue }
+            let stem = String(name[..<dot])
+            if let earlier = seen[stem] {
+                warnings.append(Diagnostic(file: path, line: 0, message: "skipped: \(earlier) already holds the blocks of callee \(stem)"))
+                continue
+            }
+            seen[stem] = name
+            let bytes: [UInt8]
+            do { bytes = try readRegularFile(path, maxBytes: maxContactsFileSize) } catch {
+                warnings.append(Diagnostic(file: path, line: 0, message: "skipped: \(error.message)"))
+                continue
+            }
+            let compiler = DirectoryCompiler(options: options)
+            compiler.add(bytes: bytes, name: path, format: format)
+            switch compiler.finish() {
+            case .success(let content):
+                lists.append((stem, CalleeBlockList(name: path, content: content)))
+            case .failure(let failure):
+                for diagnostic in failure.diagnostics.prefix(3) {
+                    warnings.append(Diagnostic(file: diagnostic.file, line: diagnostic.line,
+                                               message: "\(diagnostic.message); the blocks of callee \(stem) are not applied"))
+                }
+            }
+        }
+        return CalleeBlocks(folder: folder, lists: lists, normalizer: normalizer)
     }
 
     /// The largest contacts file read (about half a million contacts): the list lives in

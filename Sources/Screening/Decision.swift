@@ -25,6 +25,8 @@ public enum DecisionSource: Hashable, Sendable {
     case contacts(Int)
     case directory(Int)
     case calleeContacts(Int)
+    /// A callee's own block list (`blocks-dir`), by its position.
+    case calleeBlocks(Int)
     case policy(PolicyRule)
 }
 
@@ -38,6 +40,7 @@ public enum LabelReference: Equatable, Sendable {
     /// The label of a directory's replicated entry for this key.
     case replicated(index: Int, key: UInt64)
     case calleeContact(list: Int, name: Int32)
+    case calleeBlock(list: Int, label: UInt32)
     case policy(PolicyRule)
     /// `unknown-label = attribution`: the region and carrier of this number.
     case attribution(PhoneNumber)

@@ -12,6 +12,8 @@ import Identity
 ///    a contact is never blocked and is labelled with the contact's name
 ///    (unless its STIR/SHAKEN validation failed and the configuration says
 ///    not to trust contacts then);
+/// 3b. the callee's own block list (`blocks-dir`), as a directory of the
+///    highest priority for calls to that callee;
 /// 4. the directories in the operator's priority order (each one's journal
 ///    on top of its file, directories outside their `active=` window
 ///    skipped): a number is blocked if any directory blocks it (the source
@@ -40,6 +42,7 @@ public final class ScreeningSet: Sendable {
     public let contacts: [ContactList]
     public let directories: [ScreeningDirectory]
     public let calleeContacts: CalleeContacts
+    public let calleeBlocks: CalleeBlocks
     public let policies: CallerPolicies
     /// `attribution = LANG`: region and carrier of numbers; nil when off.
     public let attribution: Attribution?
@@ -48,11 +51,12 @@ public final class ScreeningSet: Sendable {
 
     public init(normalizer: NumberNormalizer, contacts: [ContactList], directories: [ScreeningDirectory],
                 calleeContacts: CalleeContacts = .none, policies: CallerPolicies = CallerPolicies(),
-                attribution: Attribution? = nil) {
+                attribution: Attribution? = nil, calleeBlocks: CalleeBlocks = .none) {
         self.normalizer = normalizer
         self.contacts = contacts
         self.directories = directories
         self.calleeContacts = calleeContacts
+        self.calleeBlocks = calleeBlocks
         self.policies = policies
         self.attribution = attribution
         self.usesTime = policies.usesTime || directories.contains { $0.active != nil }
@@ -64,7 +68,7 @@ public final class ScreeningSet: Sendable {
         var directories = self.directories
         directories[index] = directory
         return ScreeningSet(normalizer: normalizer, contacts: contacts, directories: directories,
-                            calleeContacts: calleeContacts, policies: policies, attribution: attribution)
+                            calleeContacts: calleeContacts, policies: policies, attribution: attribution, calleeBlocks: calleeBlocks)
     }
 
     // MARK: - Deciding
@@ -145,12 +149,17 @@ public final class ScreeningSet: Sendable {
             return Decision(verdict: .contact, number: number, label: contact.label, source: contact.source, match: .exact(number))
         }
 
-        var blocking: (index: Int, hit: DirectoryHit)? = nil
-        var allowing: (index: Int, hit: DirectoryHit)? = nil
-        var labelling: (index: Int, hit: DirectoryHit)? = nil
+        var blocking: (source: DecisionSource, hit: DirectoryHit)? = nil
+        var allowing: (source: DecisionSource, hit: DirectoryHit)? = nil
+        var labelling: (source: DecisionSource, hit: DirectoryHit)? = nil
+        if !calleeBlocks.isEmpty, let list = calleeBlocks.list(for: context.callee, normalizer: normalizer),
+           let hit = calleeBlocks.lists[list].hit(number, list: list) {
+            if hit.allowed { allowing = (.calleeBlocks(list), hit) } else if hit.blocked { blocking = (.calleeBlocks(list), hit) }
+            if hit.label != nil { labelling = (.calleeBlocks(list), hit) }
+        }
         var inactive: Int? = nil
         var damaged: Int? = nil
-        for (i, directory) in directories.enumerated() {
+        for (i, directory) in directories.enumerated() where blocking == nil && allowing == nil || labelling == nil {
             if let active = directory.active, let time = context.time, !active.contains(time) {
                 if inactive == nil, (try? directory.lookup(number, index: i)) != nil { inactive = i }
                 continue
@@ -164,10 +173,10 @@ public final class ScreeningSet: Sendable {
             guard let hit = found else { continue }
             // The first allow or block in priority order settles whether the number is blocked.
             if blocking == nil, allowing == nil {
-                if hit.allowed { allowing = (i, hit) } else if hit.blocked { blocking = (i, hit) }
+                if hit.allowed { allowing = (.directory(i), hit) } else if hit.blocked { blocking = (.directory(i), hit) }
             }
             // An overridden block's label says why it blocked: not shown on an allowed call.
-            if hit.label != nil, labelling == nil, !(allowing != nil && hit.blocked) { labelling = (i, hit) }
+            if hit.label != nil, labelling == nil, !(allowing != nil && hit.blocked) { labelling = (.directory(i), hit) }
             if blocking != nil || allowing != nil, labelling != nil { break }
         }
         var decision = decideFromDirectories(number, blocking: blocking, allowing: allowing, labelling: labelling, inactive: inactive,
@@ -176,12 +185,12 @@ public final class ScreeningSet: Sendable {
         return decision
     }
 
-    private func decideFromDirectories(_ number: PhoneNumber, blocking: (index: Int, hit: DirectoryHit)?,
-                                       allowing: (index: Int, hit: DirectoryHit)?, labelling: (index: Int, hit: DirectoryHit)?, inactive: Int?,
+    private func decideFromDirectories(_ number: PhoneNumber, blocking: (source: DecisionSource, hit: DirectoryHit)?,
+                                       allowing: (source: DecisionSource, hit: DirectoryHit)?, labelling: (source: DecisionSource, hit: DirectoryHit)?, inactive: Int?,
                                        distrusted: Bool, notInPlan: InvalidNumber?, context: CallContext) -> Decision {
         let policy: PolicyRule? = distrusted ? .contactDistrusted : nil
         if let blocking {
-            return Decision(verdict: .blocked, number: number, label: labelling?.hit.label, source: .directory(blocking.index),
+            return Decision(verdict: .blocked, number: number, label: labelling?.hit.label, source: blocking.source,
                             match: blocking.hit.match, invalidReason: notInPlan, journalRecord: blocking.hit.record, replicatedRevision: blocking.hit.revision,
                             policy: policy, inactiveDirectory: inactive)
         }
@@ -194,12 +203,12 @@ public final class ScreeningSet: Sendable {
             // The allowing list vouches for the number: its own name for it stands.
             let label = allowing.hit.label ?? labelling?.hit.label
             decision = Decision(verdict: label == nil ? .unknown : .identified, number: number, label: label,
-                                source: .directory(allowing.index), match: allowing.hit.match, invalidReason: notInPlan,
+                                source: allowing.source, match: allowing.hit.match, invalidReason: notInPlan,
                                 journalRecord: allowing.hit.record, replicatedRevision: allowing.hit.revision,
                                 policy: policy, inactiveDirectory: inactive)
             decision.allowed = true
         } else if let labelling {
-            decision = Decision(verdict: .identified, number: number, label: labelling.hit.label, source: .directory(labelling.index),
+            decision = Decision(verdict: .identified, number: number, label: labelling.hit.label, source: labelling.source,
                                 match: labelling.hit.match, invalidReason: notInPlan, journalRecord: labelling.hit.record, replicatedRevision: labelling.hit.revision,
                                 policy: policy, inactiveDirectory: inactive)
         } else if let notInPlan {
@@ -292,9 +301,15 @@ public final class ScreeningSet: Sendable {
     /// Empty unless `decision.allowed`. Looked up again rather than carried in the
     /// decision, which stays a small value; only the log and `--json` ask.
     public func overriddenBlocks(_ decision: Decision, context: CallContext = CallContext()) -> [(directory: Int, match: NumberPattern)] {
-        guard decision.allowed, case .directory(let allowing)? = decision.source, let number = decision.number else { return [] }
+        guard decision.allowed, let number = decision.number else { return [] }
+        let first: Int
+        switch decision.source {
+        case .directory(let allowing)?: first = allowing + 1
+        case .calleeBlocks?: first = 0
+        default: return []
+        }
         var overridden: [(directory: Int, match: NumberPattern)] = []
-        for i in directories.indices where i > allowing {
+        for i in directories.indices where i >= first {
             let directory = directories[i]
             if let active = directory.active, let time = context.time, !active.contains(time) { continue }
             if let hit = try? directory.lookup(number, index: i), hit.blocked { overridden.append((i, hit.match)) }
@@ -315,6 +330,8 @@ public final class ScreeningSet: Sendable {
             return try directories[index].replicatedLabel(key, body)
         case .calleeContact(let list, let name):
             return try calleeContacts.lists[list].withName(name, body)
+        case .calleeBlock(let list, let label):
+            return try calleeBlocks.lists[list].withLabel(label, body)
         case .policy(let rule):
             if case .label(let text)? = policies.setting(rule)?.action { return try text.withUnsafeBytes(body) }
             return try body(UnsafeRawBufferPointer(start: nil, count: 0))
@@ -335,6 +352,7 @@ public final class ScreeningSet: Sendable {
         case .contacts(let i): return contacts[i].name
         case .directory(let i): return directories[i].name
         case .calleeContacts(let i): return calleeContacts.lists[i].name
+        case .calleeBlocks(let i): return calleeBlocks.lists[i].name
         case .policy(let rule): return "policy:" + rule.rawValue
         }
     }

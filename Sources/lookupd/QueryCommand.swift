@@ -151,6 +151,7 @@ struct AnswerPrinter {
         for i in set.contacts.indices { names[.contacts(i)] = Array(set.contacts[i].name.utf8) }
         for i in set.directories.indices { names[.directory(i)] = Array(set.directories[i].name.utf8) }
         for i in set.calleeContacts.lists.indices { names[.calleeContacts(i)] = Array(set.calleeContacts.lists[i].name.utf8) }
+        for i in set.calleeBlocks.lists.indices { names[.calleeBlocks(i)] = Array(set.calleeBlocks.lists[i].name.utf8) }
         for rule in PolicyRule.allCases { names[.policy(rule)] = Array(set.sourceName(.policy(rule)).utf8) }
         self.sourceNames = names
     }

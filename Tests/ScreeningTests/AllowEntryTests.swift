@@ -123,3 +123,44 @@ final class AllowEntryTests: XCTestCase {
         XCTAssertNoThrow(try bare.verify())
     }
 }
+
+/// Issue 17 item 5: a callee's own block list, between the contacts and the directories.
+final class CalleeBlocksScreeningTests: XCTestCase {
+    func content(_ csv: String) throws -> DirectoryContent {
+        let compiler = DirectoryCompiler(options: DirectoryCompiler.Options())
+        compiler.add(bytes: Array(csv.utf8), name: "list.csv", format: .csv)
+        return try compiler.finish().get()
+    }
+
+    func testOnlyThatCalleeAndBeforeTheDirectories() throws {
+        let folder = TemporaryFolder()
+        defer { folder.cleanup() }
+        let global = try compileDirectory("number,action,label\n+86138*,block,Carrier Range\n", named: "global.lkd", in: folder)
+        let normalizer = NumberNormalizer()
+        let blocks = CalleeBlocks(folder: "blocks", lists: [
+            (stem: "1001", list: CalleeBlockList(name: "blocks/1001.csv", content: try content("number,action,label\n+8613000000001,block,Ex\n+8613800000001,allow,\n+86139*,block,\n"))),
+        ], normalizer: normalizer)
+        let contacts = try parseContacts("name,number\nMum,+8613000000001\n", name: "friends.csv", format: .csv).list
+        let set = ScreeningSet(normalizer: normalizer, contacts: [], directories: [ScreeningDirectory(name: "global", file: global)],
+                               calleeBlocks: blocks)
+        func decide(_ caller: String, _ callee: String, in set: ScreeningSet) -> Decision {
+            callee.utf8CString.withUnsafeBytes { raw in
+                set.decide(caller: caller, context: CallContext(callee: UnsafeRawBufferPointer(rebasing: raw.dropLast())))
+            }
+        }
+        let d = decide("+8613000000001", "1001", in: set)
+        XCTAssertEqual(d.verdict, .blocked)
+        XCTAssertEqual(d.source.map(set.sourceName), "blocks/1001.csv")
+        XCTAssertEqual(d.label.map(set.label), "Ex")
+        XCTAssertEqual(decide("+8613000000001", "1002", in: set).verdict, .unknown)
+        XCTAssertEqual(decide("+8613912345678", "1001", in: set).verdict, .blocked, "a prefix rule")
+        let allowed = decide("+8613800000001", "1001", in: set)
+        XCTAssertEqual(allowed.verdict, .unknown)
+        XCTAssertTrue(allowed.allowed)
+        XCTAssertEqual(set.overriddenBlocks(allowed).map(\.directory), [0], "the global block it overrode")
+        XCTAssertEqual(decide("+8613800000001", "1002", in: set).verdict, .blocked)
+        let withContacts = ScreeningSet(normalizer: normalizer, contacts: [contacts], directories: set.directories, calleeBlocks: blocks)
+        XCTAssertEqual(decide("+8613000000001", "1001", in: withContacts).verdict, .contact, "contacts come first")
+        XCTAssertEqual(blocks.bytes, 3 * 12 + 2)
+    }
+}
