@@ -98,6 +98,7 @@ final class ConfigurationTests: XCTestCase {
         tcp-max-connections = 100
         tcp-idle-timeout = 30
         contacts-dir = callees
+        blocks-dir = callee-blocks
         anonymous-callers = label "Withheld Number" active=22:00-07:00
         invalid-callers = block
         bypass = 110, 119, 8*
@@ -158,6 +159,7 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(c.logLevel, .debug)
         XCTAssertEqual(c.tcpMaxConnections, 100)
         XCTAssertEqual(c.tcpIdleTimeout, 30)
+        XCTAssertEqual(c.blocksDirectory.map { $0.hasSuffix("callee-blocks") }, true)
         XCTAssertEqual(c.operations.httpListen?.description, "tcp:[::1]:9180")
         XCTAssertEqual(c.operations.httpAllowFrom?.map(\.description), ["127.0.0.1/32", "::1/128"])
         XCTAssertEqual(c.operations.httpMaxConnections, 32)
