@@ -37,8 +37,8 @@ struct CalleeIndex: Sendable {
 
 /// One callee's own block list (`blocks-dir/1001.csv`): entries as a directory holds them
 /// (block, identify, allow; exact numbers and prefix rules), in sorted arrays on the heap.
-/// A per-callee list is small (tens of numbers), so it is held, not mapped: about 12 bytes
-/// an entry plus its labels, in proportion to the list (docs/BENCHMARKS.md).
+/// A per-callee list is small (tens of numbers), so it is held, not mapped, in proportion to
+/// the list: about 110 bytes an entry with a label of its own (docs/BENCHMARKS.md).
 ///
 /// Threading: immutable, safe to share.
 public struct CalleeBlockList: Sendable {

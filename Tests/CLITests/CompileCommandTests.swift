@@ -76,7 +76,7 @@ final class CompileCommandTests: CLITestCase {
         XCTAssertEqual(r.stdout, "")
         XCTAssertEqual(r.stderr, """
         \(source):3: invalid number 'abc': contains letters
-        \(source):4: unknown action 'frobnicate' (expected block or identify)
+        \(source):4: unknown action 'frobnicate' (expected block, identify or allow)
         \(source):5: 'identify' needs a label
         \(source):6: +8613800138000 conflicts with \(source):2 (label 'Other' here, block with label 'Spam' there); use --on-duplicate first|last to choose
         lookupd: error: 4 errors; \(output) not written (--skip-invalid leaves bad lines out)

@@ -210,9 +210,9 @@ final class ExportShapeTests: CLITestCase {
         XCTAssertTrue(r.stderr.contains("no column named 'Phone' in the header (it has 'number', 'action', 'label')"), r.stderr)
         r = try lookupd(["compile", "--label-column", "label", extra, "-o", file("extra.lkd")])
         XCTAssertEqual(r.status, 2)
-        r = try lookupd(["compile", "--action", "allow", extra, "-o", file("extra.lkd")])
+        r = try lookupd(["compile", "--action", "unblock", extra, "-o", file("extra.lkd")])
         XCTAssertEqual(r.status, 2)
-        XCTAssertTrue(r.stderr.contains("--action must be block or identify"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("--action must be block, identify or allow"), r.stderr)
     }
 
     /// --skip-invalid: every bad line named and counted, the rest written.
@@ -222,7 +222,7 @@ final class ExportShapeTests: CLITestCase {
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertEqual(r.stderr, """
         lookupd: warning: \(source):3: skipped: invalid number 'abc': contains letters
-        lookupd: warning: \(source):4: skipped: unknown action 'frobnicate' (expected block or identify)
+        lookupd: warning: \(source):4: skipped: unknown action 'frobnicate' (expected block, identify or allow)
 
         """)
         XCTAssertTrue(r.stdout.contains("2 numbers and 0 prefix rules from 4 lines (2 blocking, 2 with a label, 2 distinct labels); 2 bad lines skipped"), r.stdout)

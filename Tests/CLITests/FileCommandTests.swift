@@ -91,7 +91,7 @@ final class FileCommandTests: CLITestCase {
         let contentMessage = "\(content): damaged: bytes 256...\(contentEnd - 1) (keys, values, prefix rules, label index, label data) do not match their checksum (the file is damaged)"
         let header = damaged("header.lkd") { $0[40] ^= 0x01 }
         let magic = damaged("magic.lkd") { $0[0] = UInt8(ascii: "n") }
-        let version = damaged("version.lkd") { $0[8] = 3 }
+        let version = damaged("version.lkd") { $0[8] = 4 }
         let truncated = write("truncated.lkd", goodBytes.prefix(size - 1))
         let short = write("short.lkd", goodBytes.prefix(100))
         let empty = write("empty.lkd", Data())
@@ -99,7 +99,7 @@ final class FileCommandTests: CLITestCase {
             (content, contentMessage),
             (header, "\(header): header checksum mismatch (the file is damaged)"),
             (magic, "\(magic): not a lookupd directory (bad magic number)"),
-            (version, "\(version): unsupported directory format version 3 (this lookupd reads versions 1 to 2)"),
+            (version, "\(version): unsupported directory format version 4 (this lookupd reads versions 1 to 3)"),
             (truncated, "\(truncated): truncated: \(size - 1) bytes, the header says \(size)"),
             (short, "\(short): truncated: 100 bytes is too short for a directory header"),
             (empty, "\(empty): truncated: 0 bytes is too short for a directory header"),

@@ -247,7 +247,7 @@ final class CompilerTests: XCTestCase {
         +8613800138003,block,
         """
         XCTAssertEqual(diagnostics([Source("dir.csv", .csv, csv)]), [
-            "dir.csv:2: unknown action 'frobnicate' (expected block or identify)",
+            "dir.csv:2: unknown action 'frobnicate' (expected block, identify or allow)",
             "dir.csv:3: 'identify' needs a label",
             "dir.csv:4: 'identify' needs a label",
         ])
@@ -344,7 +344,7 @@ final class CompilerTests: XCTestCase {
             "dir.json:3: object has no 'number' (or 'phoneNum')",
             "dir.json:4: expected an object with number, action and label",
             "dir.json:5: 'number' must be a string",
-            "dir.json:6: unknown action 'frobnicate' (expected block or identify)",
+            "dir.json:6: unknown action 'frobnicate' (expected block, identify or allow)",
             "dir.json:7: 'action' must be a string",
             "dir.json:8: 'label' must be a string",
             "dir.json:9: 'identify' needs a label",

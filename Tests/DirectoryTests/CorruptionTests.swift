@@ -272,13 +272,13 @@ final class CorruptionTests: XCTestCase {
     }
 
     func testUnsupportedVersion() {
-        for version: UInt32 in [0, 3, 0xFFFF_FFFF] {
+        for version: UInt32 in [0, 4, 0xFFFF_FFFF] {
             var bytes = good
             put32(&bytes, 8, version)
             let path = write("v\(version).lkd", resealed(bytes))
             XCTAssertEqual(openError(path), .unsupportedVersion(path: path, version: version))
             XCTAssertEqual(openError(path)?.description,
-                           "\(path): unsupported directory format version \(version) (this lookupd reads versions 1 to 2)")
+                           "\(path): unsupported directory format version \(version) (this lookupd reads versions 1 to 3)")
         }
         // A future version's header may be longer or shorter: the version is
         // reported even when the file is too short for a version 2 header.

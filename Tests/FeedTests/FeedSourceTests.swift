@@ -115,8 +115,8 @@ final class FeedSourceTests: FeedTestCase {
         XCTAssertThrowsError(try self.config(["x \(server.url("f/a.csv")) number-column=1 header=maybe"])) { error in
             XCTAssertTrue("\(error)".contains("header= expects yes or no"), "\(error)")
         }
-        XCTAssertThrowsError(try self.config(["x \(server.url("f/a.csv")) action=allow"])) { error in
-            XCTAssertTrue("\(error)".contains("action= must be block or identify"), "\(error)")
+        XCTAssertThrowsError(try self.config(["x \(server.url("f/a.csv")) action=unblock"])) { error in
+            XCTAssertTrue("\(error)".contains("action= must be block, identify or allow"), "\(error)")
         }
     }
 }

@@ -50,7 +50,7 @@ final class ValueTests: XCTestCase {
         guard case .success = parse(#"{"v":1,"crit":["action","label"],"action":"block"}"#) else { return XCTFail("crit of known members") }
 
         refused(#"{"action":"block","expires":"2025-06-02T10:00:00Z","crit":["expires"]}"#, "critical member 'expires'")
-        refused(#"{"action":"allow"}"#, "action 'allow' is not known")
+        refused(#"{"action":"unblock"}"#, "action 'unblock' is not known")
         refused(#"{"v":2,"action":"block"}"#, "format version 2")
         refused(#"{"action":"identify"}"#, "identify without a label")
         refused(#"{"action":"remove","label":"x"}"#, "remove with a label")
@@ -62,9 +62,13 @@ final class ValueTests: XCTestCase {
         refused(#"{"action":"block","crit":"expires"}"#, "'crit' is not a list")
         refused("{\"action\":\"block\",\"pad\":\"" + String(repeating: "x", count: 5000) + "\"}", "more than")
 
-        let (entry, problem) = ReplicatedValue.entry(Array(#"{"action":"allow"}"#.utf8), revision: 12)
+        let (entry, problem) = ReplicatedValue.entry(Array(#"{"action":"unblock"}"#.utf8), revision: 12)
         XCTAssertNotNil(problem)
-        XCTAssertEqual(entry, ReplicaEntry(revision: 12, action: .refused(value: Array(#"{"action":"allow"}"#.utf8))))
+        XCTAssertEqual(entry, ReplicaEntry(revision: 12, action: .refused(value: Array(#"{"action":"unblock"}"#.utf8))))
+        // Issue 17's allow, as planned: applied by this lookupd, refused by older ones.
+        let (allowed, none) = ReplicatedValue.entry(Array(#"{"action":"allow","label":"Our Bank"}"#.utf8), revision: 13)
+        XCTAssertNil(none)
+        XCTAssertEqual(allowed, ReplicaEntry(revision: 13, action: .add(blocked: false, label: Array("Our Bank".utf8), allowed: true)))
     }
 
     func testTimesAreRFC3339InUTC() {
