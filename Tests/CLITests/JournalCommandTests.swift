@@ -187,7 +187,7 @@ final class JournalCommandTests: CLITestCase {
 
     func testUsageErrors() throws {
         for (args, message) in [
-            (["add", "+8613900000001"], "say what to do: --block, --label TEXT, or both"),
+            (["add", "+8613900000001"], "say what to do: --block, --allow or --label TEXT"),
             (["add", "+8613900000001", "--label", "bad\u{1}label"], "--label: label contains the control character U+0001"),
             (["remove"], "give one NUMBER"),
             (["compact", "a", "b"], "give at most one DIRECTORY"),

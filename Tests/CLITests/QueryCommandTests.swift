@@ -69,7 +69,7 @@ final class QueryCommandTests: CLITestCase {
         // Quotes and backslashes in the input and in labels are escaped, not broken.
         XCTAssertEqual(row(6), [tricky, "+8613812345678", "identified", "Pizza \"Palace\", Haidian", "operator", "+8613812345678", "null"])
         XCTAssertEqual(row(7), ["+86\t138 0013 8000", "+8613800138000", "blocked", "Fraud Risk", "operator", "+8613800138000", "null"])
-        XCTAssertTrue(answers.allSatisfy { $0.count == 12 }, "exactly the documented fields")
+        XCTAssertTrue(answers.allSatisfy { $0.count == 14 }, "exactly the documented fields (allowed and overridden too)")
         XCTAssertTrue(answers.allSatisfy { $0["attribution"] != nil }, "attribution is a field of every answer (null when off)")
         XCTAssertTrue(answers.allSatisfy { field($0, "record") == "null" && field($0, "revision") == "null" && field($0, "policy") == "null"
             && field($0, "inactive") == "null" })

@@ -12,13 +12,13 @@ final class FileReplacementTests: DaemonTestCase {
     var configured: String { path("main.lkd") }
 
     /// The directory as it was compiled, version 2 of it, and a file of
-    /// another format version (version field 3, header checksum redone).
+    /// another format version (version field 4, header checksum redone).
     func versions() throws -> (v1: [UInt8], v2: [UInt8], otherFormat: [UInt8]) {
         let v1 = [UInt8](FileManager.default.contents(atPath: configured)!)
         try compile(ReloadTests.directoryV2, to: "v2.lkd")
         let v2 = [UInt8](FileManager.default.contents(atPath: path("v2.lkd"))!)
         var other = v1
-        other[8] = 3
+        other[8] = 4
         let checksum = other.withUnsafeBytes { XXH64.hash(UnsafeRawBufferPointer(rebasing: $0[0..<248])) }
         for i in 0..<8 { other[248 + i] = UInt8(truncatingIfNeeded: checksum >> UInt64(8 * i)) }
         return (v1, v2, other)
@@ -88,7 +88,7 @@ final class FileReplacementTests: DaemonTestCase {
                 XCTAssertEqual(unlink(self.configured), 0)
                 XCTAssertEqual(symlink("/dev/zero", self.configured), 0)
             }),
-            ("replaced by another format version", "unsupported directory format version 3", {
+            ("replaced by another format version", "unsupported directory format version 4", {
                 XCTAssertEqual(unlink(self.configured), 0)
                 self.write("main.lkd", Data(otherFormat))
             }),

@@ -283,9 +283,9 @@ final class CorruptionTests: XCTestCase {
         // A future version's header may be longer or shorter: the version is
         // reported even when the file is too short for a version 2 header.
         var head = Array(good.prefix(64))
-        put32(&head, 8, 3)
-        let path = write("v3short.lkd", head)
-        XCTAssertEqual(openError(path), .unsupportedVersion(path: path, version: 3))
+        put32(&head, 8, 4)
+        let path = write("v4short.lkd", head)
+        XCTAssertEqual(openError(path), .unsupportedVersion(path: path, version: 4))
     }
 
     func testEmptyFileFolderAndMissingFile() {
