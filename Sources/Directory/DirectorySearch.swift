@@ -6,7 +6,12 @@ public struct DirectorySearch: Sendable {
     public struct Match: Sendable, Equatable {
         public var pattern: NumberPattern
         public var blocked: Bool
+        /// An allow entry: no lower-priority directory blocks the number.
+        public var allowed: Bool
         public var label: String?
+
+        /// The entry's action as sources and exports spell it.
+        public var action: String { allowed ? "allow" : blocked ? "block" : "identify" }
     }
 
     /// The E.164 digits the number must start with; nil when the pattern is not a number
@@ -26,7 +31,7 @@ public struct DirectorySearch: Sendable {
 
     public func matches(_ file: DirectoryFile, pending: [JournalRecord], limit: Int = .max) throws(DirectoryError) -> [Match] {
         var found: [Match] = []
-        try DirectoryUpdates.forEachEffectiveEntry(file, pending: pending) { pattern, blocked, label in
+        try DirectoryUpdates.forEachEffectiveEntry(file, pending: pending) { pattern, blocked, allowed, label in
             guard found.count < limit else { return }
             let text = label.map { String(decoding: $0, as: UTF8.self) }
             var hit = false
@@ -35,7 +40,7 @@ public struct DirectorySearch: Sendable {
                 hit = number.hasPrefix(digits)
             }
             if !hit, !needle.isEmpty, let text, text.lowercased().contains(needle) { hit = true }
-            if hit { found.append(Match(pattern: pattern, blocked: blocked, label: text)) }
+            if hit { found.append(Match(pattern: pattern, blocked: blocked, allowed: allowed, label: text)) }
         }
         return found
     }

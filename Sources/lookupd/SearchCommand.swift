@@ -71,13 +71,13 @@ private func runSearch(_ raw: [String]) throws -> Int32 {
                 w.field("directory", target.name)
                 w.field("path", target.path)
                 w.field("number", match.pattern.description)
-                w.field("action", match.blocked ? "block" : "identify")
+                w.field("action", match.action)
                 w.field("label", match.label)
                 w.endObject()
                 out.append(w.bytes)
                 out.append("\n")
             } else {
-                out.append("\(target.name)\t\(match.pattern)\t\(match.blocked ? "block" : "identify")\t\(DirectoryCompiler.printable(match.label ?? "", limit: 1000))\n")
+                out.append("\(target.name)\t\(match.pattern)\t\(match.action)\t\(DirectoryCompiler.printable(match.label ?? "", limit: 1000))\n")
             }
             out.flushIfLarge()
         }
