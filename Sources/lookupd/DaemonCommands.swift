@@ -104,8 +104,8 @@ let reloadCommand = Command(
     (applied), those that take effect only on restart (listen, workers,
     control-socket, state-directory, max-message-size, http-listen, log-file,
     log-file-max-size, log-file-keep, mode, upstream: the old values stay in
-    force meanwhile), every line or file of a contacts list it left out
-    (skipped), what it noted that left nothing out (note: a torn journal
+    force meanwhile), every line or file of a contacts list and every
+    callee's block list (blocks-dir) it left out (skipped), what it noted that left nothing out (note: a torn journal
     record, a directory compiled under another plan), and the directories
     served.
 
@@ -117,7 +117,8 @@ let reloadCommand = Command(
 
     Exit status: 0 reloaded and everything applied, 1 refused (the old set
     stays) or no daemon, 2 usage error, 3 reloaded but a changed key waits
-    for a restart, 4 reloaded but contacts were left out (and nothing waits).
+    for a restart, 4 reloaded but contacts or callees' block lists were left
+    out (and nothing waits).
 
     """,
     run: runReload

@@ -26,9 +26,11 @@ final class CalleeBlocksTests: DaemonTestCase {
         let query = try lookupd(["query", "--config", daemon.configPath, "--callee", "1001", Caller.unknown])
         XCTAssertTrue(query.stdout.contains("blocked\tEx-Partner\t\(blocks)/1001.csv\texact"), query.stdout)
 
-        // Reloaded with the rest.
+        // Reloaded with the rest; the list still left out makes the reload exit 4 and is named.
         write("blocks/1002.txt", "\(Caller.unknown)\n")
-        XCTAssertEqual(try lookupd(["reload", "--config", daemon.configPath]).status, 0)
+        let reload = try lookupd(["reload", "--config", daemon.configPath])
+        XCTAssertEqual(reload.status, 4, reload.summary)
+        XCTAssertTrue(reload.stdout.contains("skipped: \(blocks)/1003.csv:3:"), reload.summary)
         XCTAssertTrue(eventually(timeout: 5) { status(Caller.unknown, "1002") == 603 }, "1002's new list is in force after reload")
         XCTAssertEqual(status(Caller.unknown, "1004"), 302)
     }
