@@ -528,8 +528,8 @@ final class ClusterTests: IntegrationTestCase {
     /// Short enough for every pass (the watch thread hands layers to the
     /// reload thread: ThreadSanitizer must see that done right): a single
     /// etcd member, two nodes, changes in force on both within a second; a
-    /// value this lookupd does not understand and a key deleted in etcd;
-    /// the stats.
+    /// value this lookupd does not understand, an allow value, and a key
+    /// deleted in etcd; the stats.
     func testShortConvergence() throws {
         let cluster = try startCluster(1)
         let httpPort = freeLoopbackPort()
@@ -557,17 +557,27 @@ final class ClusterTests: IntegrationTestCase {
         // A later lookupd's value (an action this one does not know): as if
         // etcd held nothing for the number here, logged and counted.
         let client = cluster.client()
-        let allowed = try client.call("/v3/kv/put", #"{"key":"\#(Data("/lookupd/main/\(Caller.unicom)".utf8).base64EncodedString())","value":"\#(Data(#"{"v":1,"action":"allow","label":"Unicom"}"#.utf8).base64EncodedString())"}"#,
-                                      deadline: monotonicSeconds() + 5)
+        func put(_ number: String, _ value: String) throws -> Int {
+            let answer = try client.call("/v3/kv/put", #"{"key":"\#(Data("/lookupd/main/\(number)".utf8).base64EncodedString())","value":"\#(Data(value.utf8).base64EncodedString())"}"#,
+                                         deadline: monotonicSeconds() + 5)
+            return Int(answer["header"]?["revision"]?.stringValue ?? "") ?? -1
+        }
+        _ = try put(Caller.unicom, #"{"v":1,"action":"quarantine","label":"Unicom"}"#)
+        // An allow value (what lookupd add --allow writes): applied as an allow entry over
+        // the file's block, with the allowing entry's label.
+        let allowedRevision = try put(Caller.blockedUnlabelled, #"{"v":1,"action":"allow","label":"Allowed Live"}"#)
         // A key deleted in etcd: the file's word again.
         let deleted = try client.call("/v3/kv/deleterange", #"{"key":"\#(Data("/lookupd/main/\(Caller.fraud)".utf8).base64EncodedString())"}"#, deadline: monotonicSeconds() + 5)
-        let allowedRevision = Int(allowed["header"]?["revision"]?.stringValue ?? "") ?? -1
         let deletedRevision = Int(deleted["header"]?["revision"]?.stringValue ?? "") ?? -1
         model[Caller.fraud] = .blocked("Fraud Risk")
         model[Caller.unicom] = .labelled("China Unicom Customer Service")
+        model[Caller.blockedUnlabelled] = .labelled("Allowed Live")
         XCTAssertEqual(converges(model, nodes, peer, timeout: 1.0), [])
         XCTAssertTrue(eventually(timeout: 2) { nodes[1].stderr.contains("change of \(Caller.unicom) at revision") }, nodes[1].stderr)
-        XCTAssertTrue(nodes[1].stderr.contains("action 'allow' is not known to this lookupd"), nodes[1].stderr)
+        XCTAssertTrue(nodes[1].stderr.contains("action 'quarantine' is not known to this lookupd (it knows block, identify, remove, allow)"), nodes[1].stderr)
+        XCTAssertFalse(nodes[1].stderr.contains("change of \(Caller.blockedUnlabelled) at revision"), nodes[1].stderr)
+        let allowQuery = try lookupd(["query", "--config", nodes[1].configPath, Caller.blockedUnlabelled])
+        XCTAssertTrue(allowQuery.stdout.contains("\tAllowed Live\tmain\texact, replicated revision \(allowedRevision), allow"), allowQuery.summary)
 
         let query = try lookupd(["query", "--config", nodes[1].configPath, number(1, series: 8)])
         XCTAssertTrue(query.stdout.contains("blocked\tShort 1\tmain\texact, replicated revision "), query.summary)
@@ -578,7 +588,7 @@ final class ClusterTests: IntegrationTestCase {
         let stats = try stats(nodes[0])
         XCTAssertEqual(stats[#"lookupd_replication_lag_revisions{directory="main"}"#], 0, stats.text)
         XCTAssertEqual(stats[#"lookupd_replication_apply_errors_total{directory="main"}"#], 1, stats.text)
-        XCTAssertEqual(stats[#"lookupd_replication_entries{directory="main"}"#], 3, stats.text)
+        XCTAssertEqual(stats[#"lookupd_replication_entries{directory="main"}"#], 4, stats.text)
         XCTAssertEqual(stats[#"lookupd_replication_applied_revision{directory="main"}"#], deletedRevision, stats.text)
         // Every change lookupd add made (two adds and a remove: a delete carries no time) was timed.
         XCTAssertGreaterThanOrEqual(stats["lookupd_replication_delay_seconds_count"], 3, stats.text)
