@@ -43,7 +43,7 @@ enum StatusPageAssets {
         <dl id="lookup-result" class="result" hidden></dl>
       </section>
       <section id="change" aria-labelledby="change-title">
-        <h2 id="change-title">Block, identify or remove a number</h2>
+        <h2 id="change-title">Block, identify, allow or remove a number</h2>
         <p class="muted">Through the write API (/v1/entries, http-write-token-file). The token is kept in this page's memory
           only: it is never stored, and reloading the page forgets it.</p>
         <form id="token-form" autocomplete="off">
@@ -55,7 +55,8 @@ enum StatusPageAssets {
         <form id="change-form" class="fields" autocomplete="off">
           <label>Number <input id="change-number" type="text" inputmode="tel" maxlength="256" required placeholder="+8613800138000"></label>
           <label>Action <select id="change-action">
-            <option value="block">Block</option><option value="identify">Identify (label only)</option><option value="remove">Remove</option>
+            <option value="block">Block</option><option value="identify">Identify (label only)</option>
+            <option value="allow">Allow (over lower-priority blocks)</option><option value="remove">Remove</option>
           </select></label>
           <label>Label <input id="change-label" type="text" maxlength="255" placeholder="optional for a block"></label>
           <label>Expires <input id="change-expires" type="text" maxlength="64" value="24h" placeholder="24h, 7d, 2026-12-31T18:00:00Z or empty"></label>

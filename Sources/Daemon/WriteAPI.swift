@@ -11,7 +11,8 @@ import TextRules
 /// calls to block or allow a number without a shell on this host.
 ///
 ///   POST   /v1/entries           {"number", "action": block|identify|allow, "label", "expires", "directory"}
-///   DELETE /v1/entries/NUMBER[?directory=NAME]
+///                                (allow: an allow entry, as `lookupd add --allow`)
+///   DELETE /v1/entries/NUMBER[?directory=NAME]   (a removal, as `lookupd remove`)
 ///   GET    /v1/entries/NUMBER    what every directory and its journal hold for it
 ///
 /// Every change goes through the journal exactly as `lookupd add` and
@@ -152,9 +153,9 @@ final class WriteAPI {
             guard label != nil else { return text(400, "Bad Request", "'identify' needs a label\n") }
             request = .add(pattern, blocked: false, label: label, expires: expires)
         case "allow":
-            // The journal holds additions and removals; a removal cannot end by itself.
-            guard expires == 0 else { return text(400, "Bad Request", "'allow' takes the number out of the directory for good; it cannot expire\n") }
-            request = .remove(pattern)
+            // An allow entry, as lookupd add --allow writes: no lower-priority directory blocks
+            // the number. Taking a number out of the directory is DELETE, never this.
+            request = .add(pattern, blocked: false, label: label, expires: expires, allowed: true)
         default:
             return text(400, "Bad Request", "unknown action '\(action)' (expected block, identify or allow)\n")
         }
@@ -182,7 +183,7 @@ final class WriteAPI {
             if let addition = request.addition {
                 let label = addition.label.map { ", label '\(String(decoding: $0, as: UTF8.self))'" } ?? ""
                 let until = request.expires == 0 ? "" : " until \(TimeText.rfc3339(request.expires))"
-                what = "\(addition.blocked ? "block" : "identify")\(label)\(until)"
+                what = "\(request.allowed ? "allow" : addition.blocked ? "block" : "identify")\(label)\(until)"
             } else {
                 what = "removed"
             }

@@ -105,11 +105,24 @@ final class WriteAPITests: DaemonTestCase {
         entry = try XCTUnwrap((json(r.body)["directories"] as? [[String: Any]])?.first)
         XCTAssertTrue(entry["entry"] is NSNull, r.body)
         XCTAssertEqual(try call("\(url)/\(Caller.fraud)", ["-X", "DELETE"]).status, 404, "not there any more")
-        // "allow" is a removal too; lookupd query sees what the API wrote.
-        r = try call(url, ["-X", "POST", "--data-binary", #"{"number": "\#(Caller.pizza)", "action": "allow"}"#])
+        // "allow" writes an allow entry (as lookupd add --allow), never a removal: the entry
+        // is there afterwards, the block is overridden, and lookupd query sees what the API wrote.
+        XCTAssertEqual(code(Caller.blockedUnlabelled), 603)
+        r = try call(url, ["-X", "POST", "--data-binary", #"{"number": "\#(Caller.blockedUnlabelled)", "action": "allow", "label": "Let Through"}"#])
         XCTAssertEqual(r.status, 201, r.body)
-        let query = try lookupd(["query", "--config", daemon.configPath, Caller.pizza])
-        XCTAssertTrue(query.stdout.contains("unknown"), query.stdout)
+        let allowChange = try XCTUnwrap((json(r.body)["changes"] as? [[String: Any]])?.first)
+        XCTAssertEqual(allowChange["action"] as? String, "allow", r.body)
+        XCTAssertEqual(allowChange["outcome"] as? String, "changed", r.body)
+        XCTAssertTrue(eventually(timeout: 1.0) { code(Caller.blockedUnlabelled) == 302 }, "allowed within a second")
+        r = try call("\(url)/\(Caller.blockedUnlabelled)", [])
+        entry = try XCTUnwrap((json(r.body)["directories"] as? [[String: Any]])?.first)
+        XCTAssertEqual((entry["entry"] as? [String: Any])?["action"] as? String, "allow", r.body)
+        XCTAssertEqual((entry["entry"] as? [String: Any])?["label"] as? String, "Let Through", r.body)
+        let query = try lookupd(["query", "--config", daemon.configPath, Caller.blockedUnlabelled])
+        XCTAssertTrue(query.stdout.contains("Let Through\tmain\texact, journal record "), query.stdout)
+        XCTAssertTrue(query.stdout.hasSuffix(", allow\n"), query.stdout)
+        XCTAssertTrue(daemon.stderr.contains("write API: \(Self.writer) changed \(Caller.blockedUnlabelled) in main: allow, label 'Let Through'"),
+                      daemon.stderr.suffix(2000).description)
 
         // The rate limit: a burst beyond it is answered 429, and the daemon goes on.
         let port = UInt16(url.split(separator: ":")[2].split(separator: "/")[0])!
