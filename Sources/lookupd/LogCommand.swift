@@ -43,7 +43,8 @@ let logCommand = Command(
     label, source, rule, Call-ID, then every other logged field), so the
     operator sees why the call was blocked and can lookupd remove the
     entry, or lookupd add the number as an allow entry. Exit status 1 and a message
-    when no decision in the log has that id.
+    when no decision in the log has that id. (Before decision ids, --id
+    filtered by Call-ID; that filter is --call-id now.)
 
     Options:
       --blocked        only blocked calls (--verdict blocked)
@@ -76,8 +77,11 @@ private func runLog(_ raw: [String]) throws -> Int32 {
     var filter = LogFilter(blockedOnly: args.flag("blocked"), callee: try args.value("callee"), callID: try args.value("call-id"))
     filter.verdict = try args.value("verdict")
     if let id = try args.value("id") {
+        // --id used to filter by Call-ID (now --call-id): a Call-ID (often with '@' or '.')
+        // is no decision id, and the message says where that filter went.
         guard RedressRules.isDecisionID(id.utf8) else {
-            throw UsageError("--id expects a decision id: up to 64 letters, digits, '-' or '_' (32 hex digits as lookupd gives them)")
+            throw UsageError("--id expects a decision id: up to 64 letters, digits, '-' or '_' (32 hex digits as lookupd gives them); "
+                             + "'\(LogPrinter.visible(String(id.prefix(256))))' is not one. To filter by Call-ID use --call-id")
         }
         guard !args.flag("follow") else { throw UsageError("--id finds a decision already logged; leave out --follow") }
         filter.decisionID = id
@@ -139,8 +143,10 @@ private func runLog(_ raw: [String]) throws -> Int32 {
     }
     printer.out.flush()
     if let id = filter.decisionID, printer.printed == 0 {
-        throw CommandFailure("no decision with id \(id) in \(printer.sources.joined(separator: ", ")) (the log may have been rotated away, "
-                             + "or the id mistyped; ids are case-sensitive)")
+        let callIDs = printer.callIDMatches == 0 ? "to filter by Call-ID use --call-id"
+            : "\(printer.callIDMatches) call\(printer.callIDMatches == 1 ? " has" : "s have") Call-ID \(id): lookupd log --call-id \(id)"
+        throw CommandFailure("no decision has id \(id) in \(printer.sources.joined(separator: ", ")) (the log may have been rotated away, "
+                             + "or the id mistyped; ids are case-sensitive); \(callIDs)")
     }
     return 0
 }
@@ -227,6 +233,8 @@ struct LogPrinter {
     /// Calls printed, and what was read (for --id's "not found").
     private(set) var printed = 0
     private(set) var sources: [String] = []
+    /// With --id: the calls whose Call-ID is that id (what --id matched before --call-id).
+    private(set) var callIDMatches = 0
 
     /// Reads `fd` to its end. `follow` (standard input): then waits for
     /// more, printing each call as it comes.
@@ -302,7 +310,9 @@ struct LogPrinter {
 
     private mutating func line(_ bytes: ArraySlice<UInt8>) {
         let text = String(decoding: bytes, as: UTF8.self)
-        guard let record = LogRecord.parse(Substring(text)), filter.accepts(record) else { return }
+        guard let record = LogRecord.parse(Substring(text)) else { return }
+        if let id = filter.decisionID, record["call-id"] == id { callIDMatches += 1 }
+        guard filter.accepts(record) else { return }
         printed += 1
         if json { printJSON(record) } else if filter.decisionID != nil { printWhole(record) } else { printText(record) }
         out.flushIfLarge()

@@ -49,8 +49,25 @@ final class RedressWorkflowTests: DaemonTestCase {
         // An id no decision has: a message and exit status 1; not an id at all: a usage error.
         let missing = try lookupd(["log", "--id", String(repeating: "0", count: 32), "--file", log])
         XCTAssertEqual(missing.status, 1, missing.summary)
-        XCTAssertTrue(missing.stderr.contains("no decision with id 00000000000000000000000000000000 in \(log)"), missing.summary)
+        XCTAssertTrue(missing.stderr.contains("no decision has id 00000000000000000000000000000000 in \(log)"), missing.summary)
+        XCTAssertTrue(missing.stderr.contains("to filter by Call-ID use --call-id"), missing.summary)
         XCTAssertEqual(try lookupd(["log", "--id", "a;b", "--file", log]).status, 2)
+        // --id filtered by Call-ID before decision ids: an old use is pointed to --call-id.
+        let oldUse = try lookupd(["log", "--id", "redress-1@pbx", "--file", log])
+        XCTAssertEqual(oldUse.status, 2, oldUse.summary)
+        XCTAssertTrue(oldUse.stderr.contains("'redress-1@pbx' is not one. To filter by Call-ID use --call-id"), oldUse.summary)
+        XCTAssertEqual(udp.exchange(invite(from: "<sip:\(Caller.fraud)@pbx.example>", to: "1001", port: port, callID: "plain-call-id"),
+                                    port: port)?.statusCode, 603)
+        var plain = (status: Int32(-1), stdout: "", stderr: "")
+        XCTAssertTrue(eventually(timeout: 5) {
+            guard let r = try? self.lookupd(["log", "--id", "plain-call-id", "--file", log]) else { return false }
+            plain = (r.status, r.stdout, r.stderr)
+            return r.stderr.contains("1 call has Call-ID plain-call-id: lookupd log --call-id plain-call-id")
+        }, "a Call-ID that could be a decision id: \(plain)")
+        XCTAssertEqual(plain.status, 1)
+        let byCallID = try lookupd(["log", "--call-id", "plain-call-id", "--file", log])
+        XCTAssertEqual(byCallID.status, 0, byCallID.summary)
+        XCTAssertTrue(byCallID.stdout.contains("call-id=plain-call-id"), byCallID.summary)
 
         // HTTP lookups have ids too: 32 hex digits, a new one per lookup.
         let first = try curl("http://127.0.0.1:\(httpPort)/lookup.json?number=%2B8613800138000")
