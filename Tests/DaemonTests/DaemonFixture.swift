@@ -174,7 +174,8 @@ class DaemonTestCase: XCTestCase {
             "state-directory = \(path("state-" + name))",
         ]
         if !extra.contains(where: { $0.hasPrefix("workers") }) { lines.append("workers = 2") }
-        if Self.rejectionsCarryLabel { lines.append("label-to-caller = yes") }
+        // A test that names label-to-caller in `extra` says it itself.
+        if Self.rejectionsCarryLabel && !extra.contains(where: { $0.hasPrefix("label-to-caller") }) { lines.append("label-to-caller = yes") }
         return (lines + extra).joined(separator: "\n") + "\n"
     }
 

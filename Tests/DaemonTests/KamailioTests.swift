@@ -7,17 +7,22 @@ final class KamailioTests: IntegrationTestCase {
     /// Kamailio relays each INVITE to lookupd (redirect mode); a blocked caller's 6xx goes back
     /// to the trunk, a 302 continues the call to the PBX with the label as the caller's display
     /// name and in X-Caller-Label (the PBX scenario checks both, the SDP body and that the
-    /// trunk's forged label was removed); the call completes with ACK, BYE and 200.
+    /// trunk's forged label was removed); the call completes with ACK, BYE and 200. The label
+    /// is for the PBX only: every response the trunk gets carries its own From byte for byte,
+    /// and none carries a label.
     func testRedirectRecipe() throws {
         let lookupdPort = freeLoopbackPort()
-        try startNode("redirect", port: lookupdPort, extra: [])
+        // The default: rejections carry no label either (the dispatcher test below tells
+        // the nodes' answers apart by the label its 603s carry).
+        try startNode("redirect", port: lookupdPort, extra: ["label-to-caller = no"])
         let calls: [(trunk: String, pbx: String?)] = [
-            ("\(Caller.unicom);Trunk Caller;200;any", #""China Unicom Customer Service"|"China Unicom Customer Service""#),
-            ("\(Caller.fraud);Trunk Caller;603;any", nil),
-            ("\(Caller.cafe);Trunk Caller;200;any", #""Zoë's \"Café\" \\ Bar"|"Zoë's \"Café\" \\ Bar""#),
-            ("\(Caller.mum);Trunk Caller;200;any", #""Mum"|"Mum""#),
-            ("\(Caller.unknown);Trunk Caller;200;any", #""Trunk Caller"|-"#),
+            ("\(Caller.unicom);Trunk Caller;200;own", #""China Unicom Customer Service"|"China Unicom Customer Service""#),
+            ("\(Caller.fraud);Trunk Caller;603;own", nil),
+            ("\(Caller.cafe);Trunk Caller;200;own", #""Zoë's \"Café\" \\ Bar"|"Zoë's \"Café\" \\ Bar""#),
+            ("\(Caller.mum);Trunk Caller;200;own", #""Mum"|"Mum""#),
+            ("\(Caller.unknown);Trunk Caller;200;own", #""Trunk Caller"|-"#),
         ]
+        let labels = ["China Unicom Customer Service", "Caf", "Mum", "Fraud Risk"]
         let pbxLines = calls.compactMap(\.pbx)
         let pbx = try startPBX("kamailio-uas.xml", transport: .udp, expect: pbxLines + pbxLines)
         let port = freeLoopbackPort()
@@ -25,13 +30,20 @@ final class KamailioTests: IntegrationTestCase {
             "LISTEN=udp:127.0.0.1:\(port)", "LISTEN_TCP=tcp:127.0.0.1:\(port)",
             "LOOKUPD=\"sip:127.0.0.1:\(lookupdPort)\"", "PBX=\"sip:127.0.0.1:\(pbx.port)\"",
         ])
-        // Kamailio relabels the From itself (uac_replace_from without restore): the trunk's
-        // own From in responses is not checked here (ProxyModeTests checks it for lookupd's).
+        // Kamailio relabels the From toward the PBX itself (uac_replace_from, restore_mode
+        // auto): the scenario's "own" checks that each provisional and final response gives
+        // the trunk its own From back, byte for byte; and no response holds a label anywhere.
         for trunk in [SippTransport.udp, .tcp] {
             let result = try runTrunk("proxy-uac.xml", port: port, transport: trunk, lines: calls.map(\.trunk))
             XCTAssertEqual(result.status, 0, "trunk over \(trunk.name): \(result.report)\n\(pbx.report)")
             XCTAssertEqual(result.successful, calls.count, result.report)
             XCTAssertEqual(result.log.split(separator: "\n").filter { $0.contains("verdict=want") }.count, calls.count, result.log)
+            let received = sippReceived(result.messages)
+            XCTAssertGreaterThanOrEqual(received.count, 2 * calls.count, "the trunk's message trace: \(result.messages.suffix(2000))")
+            for message in received {
+                XCTAssertFalse(message.lowercased().contains("x-caller-label"), "a label header toward the caller: \(message)")
+                for label in labels { XCTAssertFalse(message.contains(label), "the label '\(label)' toward the caller: \(message)") }
+            }
         }
         assertPBXSawEverything(pbx, calls: 2 * pbxLines.count, "PBX behind Kamailio")
     }
@@ -103,6 +115,25 @@ final class KamailioTests: IntegrationTestCase {
               + "\(delayed.count) of \(total) calls were retried on the other node (about 1 s later), "
               + "\(calls.filter { $0.verdict != "want" }.count) wrong, \(result.failed ?? -1) failed")
     }
+}
+
+/// The messages a sipp `-trace_msg` file shows as received (each block after a
+/// "message received" line, up to the next separator).
+func sippReceived(_ trace: String) -> [String] {
+    var messages: [String] = []
+    var current: [Substring]? = nil
+    for line in trace.split(separator: "\n", omittingEmptySubsequences: false) {
+        if line.hasPrefix("-----") {
+            if let block = current { messages.append(block.joined(separator: "\n")) }
+            current = nil
+        } else if line.contains("message received") {
+            current = []
+        } else if current != nil {
+            current!.append(line)
+        }
+    }
+    if let block = current { messages.append(block.joined(separator: "\n")) }
+    return messages
 }
 
 /// The dispatcher's flags for the node on `port` (`AP` active, `IP` inactive, both probing),
