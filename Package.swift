@@ -37,6 +37,8 @@ let package = Package(
         .target(name: "CSIPLexer"),
         // Compiler intrinsics (prefetch, relaxed counters), header-only.
         .target(name: "CIntrinsics"),
+        // SIGBUS safety for directory files mapped straight from disk (docs/FORMAT.md).
+        .target(name: "CMappingGuard"),
         // The system-call layer (docs/TESTING.md): every file and socket call goes through it,
         // with a typed Errno, EINTR retried in one place, writeFileAtomically, readRegularFile
         // and a fault-injection hook for tests. CSystemCalls holds the few Linux declarations
@@ -64,7 +66,7 @@ let package = Package(
         .target(name: "TextRules"),
         // Identity: the caller identity SIP extracts and Screening reads (one value, no parsing).
         .target(name: "Identity"),
-        .target(name: "Directory", dependencies: ["TextFormats", "TextRules", "SystemCalls", "CIntrinsics", "CPhoneNumbers", "Identity"]),
+        .target(name: "Directory", dependencies: ["TextFormats", "TextRules", "SystemCalls", "CIntrinsics", "CMappingGuard", "CPhoneNumbers", "Identity"]),
         .target(name: "Screening", dependencies: ["Directory", "TextFormats", "TextRules", "Identity"]),
         .target(name: "SIP", dependencies: ["COSIP", "CSIPLexer", "TextFormats", "TextRules", "Identity"]),
         // IP addresses, address blocks, listen and upstream addresses: values, no sockets.

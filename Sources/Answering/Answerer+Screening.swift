@@ -46,6 +46,7 @@ extension Answerer {
 
     func countPolicy(_ d: Decision) {
         if d.inactiveDirectory != nil { counters.add(.policyInactiveDirectory) }
+        if d.damagedDirectory != nil { counters.add(.directoryDamaged) }
         guard let policy = d.policy else { return }
         let blocked = d.verdict == .blocked
         switch policy {

@@ -37,6 +37,8 @@ public enum Counter: Int, CaseIterable, Sendable {
     case responsesTrimmed
     // An INVITE back after lookupd's own 302 (its Request-URI carries lookupd's mark): 482, not screened again.
     case redirectLoops
+    // A lookup a directory had no say in: its bytes failed their check or its file changed in place.
+    case directoryDamaged
 
     public static let methodOffset = 7
 
@@ -131,6 +133,7 @@ public enum Counter: Int, CaseIterable, Sendable {
         case .tcpRefusedACL: return ("lookupd_tcp_connections_total", "event=\"refused_acl\"")
         case .responsesTrimmed: return ("lookupd_responses_trimmed_total", "")
         case .redirectLoops: return ("lookupd_refused_total", "reason=\"redirect_loop_482\"")
+        case .directoryDamaged: return ("lookupd_directory_damaged_lookups_total", "")
         }
     }
 

@@ -189,7 +189,9 @@ public enum ConfigParser {
             s.config.controlSocket = s.resolve(v)
         },
         .path("state-directory",
-              summary: "Folder where the daemon keeps private copies of the directories it serves (default /var/lib/lookupd); lookupd update keeps feed state in its feeds/ folder.") { $0.config.stateDirectory = $1 },
+              summary: "Folder for the daemon's state (default /var/lib/lookupd): private copies of the directories with directory-copy = yes; lookupd update keeps feed state in its feeds/ folder.") { $0.config.stateDirectory = $1 },
+        .flag("directory-copy", \.config.directoryCopy,
+              summary: "Serve each directory from a private verified copy in state-directory (yes) instead of the installed file itself (no, default): the copy costs its size in disk and a full read at start and reload; without it a file changed in place is answered as unknown until a good one is installed."),
         ConfigKey(name: "log-level", syntax: "error | warning | notice | info | debug", repeatable: false,
                   summary: "Least important messages logged (default info: one line per blocked or identified call).") { s, v throws(ValueError) in
             guard let level = LogLevel(name: v) else { throw ValueError("expected error, warning, notice, info or debug") }

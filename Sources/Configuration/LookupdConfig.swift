@@ -161,6 +161,8 @@ public struct LookupdConfig: Sendable {
     public var maxMessageSize: Int = 16384
     public var controlSocket: String = "/run/lookupd/control.sock"
     public var stateDirectory: String = "/var/lib/lookupd"
+    /// `directory-copy`: serve private copies in the state directory instead of the installed files.
+    public var directoryCopy = false
     public var logLevel: LogLevel = .info
     public var tcpMaxConnections: Int = 4096
     public var tcpIdleTimeout: Int = 120

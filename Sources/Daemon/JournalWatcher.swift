@@ -26,15 +26,15 @@ final class JournalWatcher {
         var follower: JournalFollower
         var config: DirectoryConfig
         /// The directory file behind the copy in use.
-        var loaded: PrivateDirectoryStore.Identity?
+        var loaded: DirectoryStore.Identity?
         /// A changed file already judged (and logged): not looked at again.
-        var judged: PrivateDirectoryStore.Identity?
+        var judged: DirectoryStore.Identity?
         /// The last journal error logged, so that one problem is logged once.
         var lastError: String?
     }
 
     private let logger: Logger
-    private let store: PrivateDirectoryStore
+    private let store: DirectoryStore
     private var tracked: [Tracked] = []
     /// The wall clock expiring records are judged by (seconds since 1970,
     /// UTC); a test sets its own.
@@ -43,7 +43,7 @@ final class JournalWatcher {
     /// laid over every set this watcher attaches.
     private var replicated: [String: ReplicaState] = [:]
 
-    init(logger: Logger, store: PrivateDirectoryStore, clock: @escaping () -> Int64 = wallClockSeconds) {
+    init(logger: Logger, store: DirectoryStore, clock: @escaping () -> Int64 = wallClockSeconds) {
         self.logger = logger
         self.store = store
         self.clock = clock
@@ -155,7 +155,7 @@ final class JournalWatcher {
     /// the journal being followed, verified through a private copy.
     private func compactedFile(_ entry: inout Tracked, current: DirectoryFile) -> DirectoryFile? {
         let path = entry.config.path
-        guard let now = PrivateDirectoryStore.currentIdentity(path), now != entry.loaded, now != entry.judged else { return nil }
+        guard let now = DirectoryStore.currentIdentity(path), now != entry.loaded, now != entry.judged else { return nil }
         entry.judged = now
         let header: DirectoryHeader
         do { header = try DirectoryFile.readHeader(path: path) } catch {
@@ -165,13 +165,20 @@ final class JournalWatcher {
         let journalID = entry.follower.state.journalID
         let isCompaction = header.journalID != 0 && header.journalID == journalID
             && (current.header.journalID != journalID || header.journalSequence >= current.header.journalSequence)
-        guard isCompaction else {
+        // The file served was truncated or rewritten in place (DamageWatch): nothing is answered
+        // from it, so any file that opens is better; waiting for a reload would only prolong that.
+        let replacesDamaged = current.isDamaged
+        guard isCompaction || replacesDamaged else {
             logger.notice("\(path) changed on disk; it takes effect on the next reload (lookupd reload or SIGHUP)")
             return nil
         }
         do {
             let file = try store.open(entry.config)
             entry.loaded = store.loadedIdentity(path)
+            if replacesDamaged && !isCompaction {
+                logger.notice("\(path): new file in force in place of the damaged one (\(file.count) numbers, \(file.prefixRuleCount) prefix rules)")
+                return file
+            }
             logger.notice("\(path): compacted file in force (journal records through \(file.header.journalSequence) merged, \(file.count) numbers, \(file.prefixRuleCount) prefix rules)")
             return file
         } catch {

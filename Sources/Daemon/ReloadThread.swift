@@ -46,6 +46,7 @@ final class ReloadThread: @unchecked Sendable {
     /// What the sockets, workers and files opened at start were made from.
     private let startedConfig: LookupdConfig
     private let queue = Locked(Queue())
+    private lazy var damage = DamageWatch(logger: logger)
     /// Posted to wake the loader (a request, or stop).
     private let wakeFD: Int32
     /// Posted by the loader when a reload finished; the control loop watches it.
@@ -135,6 +136,9 @@ final class ReloadThread: @unchecked Sendable {
             }
             if monotonicNow() - lastJournalPoll >= JournalWatcher.interval {
                 lastJournalPoll = monotonicNow()
+                // Damage first: a file marked damaged here is replaced by the poll below as soon
+                // as another file is at its path.
+                damage.watch(current.get())
                 if let updated = journals.poll(current.get(), derive: loader.derive) { current.replace(updated) }
             }
         }

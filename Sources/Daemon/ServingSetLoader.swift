@@ -5,18 +5,18 @@ import Loading
 import Screening
 import SystemCalls
 
-/// Loads serving sets (`Answering.ServingSet`): config file, contacts, directories through
-/// private verified copies, the time zone. Used by the start-up and reload path only.
+/// Loads serving sets (`Answering.ServingSet`): config file, contacts, directories (mapped,
+/// or through private verified copies: DirectoryStore), the time zone. Used by the start-up and reload path only.
 ///
 /// Threading: the reload thread's (start-up: the main thread's).
 final class ServingSetLoader {
     let configPath: String
-    let store: PrivateDirectoryStore
+    let store: DirectoryStore
     private var generation: UInt64 = 0
 
     init(configPath: String, stateDirectory: String) {
         self.configPath = configPath
-        self.store = PrivateDirectoryStore(folder: stateDirectory)
+        self.store = DirectoryStore(folder: stateDirectory)
     }
 
     func prepare() throws(DirectoryError) { try store.prepare() }
@@ -32,6 +32,7 @@ final class ServingSetLoader {
     func load(_ config: LookupdConfig) throws(LoadFailure) -> (set: ServingSet, warnings: [Diagnostic], skipped: [Diagnostic]) {
         // At start and at every reload: a listener beyond loopback needs its sources named.
         if let problem = config.exposureProblem { throw .config(Diagnostic(file: configPath, line: 0, message: problem)) }
+        store.copies = config.directoryCopy
         let loaded: ScreeningLoader.Loaded
         do {
             // Journals are laid over by the JournalWatcher, which then follows them.

@@ -1,4 +1,5 @@
 import CIntrinsics
+import CMappingGuard
 import Glibc
 import Synchronization
 import SystemCalls
@@ -55,6 +56,14 @@ public final class DirectoryFile: @unchecked Sendable {
     private let trusted = Atomic<Bool>(false)
     /// Version 1: the outcome of the one complete verification, once done.
     private let wholeFileCheck = Mutex<DirectoryError??>(nil)
+    /// Guarded (the file itself is mapped, not a private copy): the slot of
+    /// the mapping in the SIGBUS guard (CMappingGuard), else -1.
+    private let guardSlot: Int32
+    /// Guarded: a descriptor of the file kept open so that `changeOnDisk`
+    /// can fstat the very inode that is mapped, and its size and
+    /// modification time when it was mapped.
+    private let watchFD: Int32
+    private let mappedModified: timespec
 
     /// Maps `path` and checks its header (and, for version 2, the root of
     /// its checksum tree). It does not read the content (O(1)): lookups
@@ -66,9 +75,16 @@ public final class DirectoryFile: @unchecked Sendable {
         try self.init(descriptor: fd.rawValue, path: path)
     }
 
-    /// Maps an already open file (the daemon's private copy). `path` is
-    /// only used in messages. The descriptor may be closed afterwards.
-    public init(descriptor fd: Int32, path: String) throws(DirectoryError) {
+    /// Maps an already open file. `path` is only used in messages. The
+    /// descriptor may be closed afterwards.
+    ///
+    /// `guarded`: the file is one others can truncate or rewrite (the
+    /// daemon serving the installed file, not a private copy): its reads
+    /// are guarded against SIGBUS (CMappingGuard.h says how), every lookup
+    /// asks afterwards whether the mapping was damaged meanwhile and
+    /// throws `changedWhileServed` instead of answering, and
+    /// `changeOnDisk` tells a caller polling it that the file changed.
+    public init(descriptor fd: Int32, path: String, guarded: Bool = false) throws(DirectoryError) {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw .system(path: path, operation: "stat", errno: errno) }
         guard (st.st_mode & S_IFMT) == S_IFREG else {
@@ -99,6 +115,21 @@ public final class DirectoryFile: @unchecked Sendable {
             munmap(mapped, size)
             throw error
         }
+        var slot: Int32 = -1
+        var watch: Int32 = -1
+        if guarded {
+            slot = lookupd_guard_register(mapped, size)
+            watch = slot < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0)
+            guard slot >= 0, watch >= 0 else {
+                let code = errno
+                if slot >= 0 { lookupd_guard_unregister(slot) }
+                munmap(mapped, size)
+                throw .system(path: path, operation: "guard the mapping (too many directory files mapped at once)", errno: slot < 0 ? EMFILE : code)
+            }
+        }
+        guardSlot = slot
+        watchFD = watch
+        mappedModified = st.st_mtim
         // Lookups jump around; read-ahead would only waste page cache.
         _ = madvise(mapped, size, MADV_RANDOM)
         self.path = path
@@ -158,7 +189,62 @@ public final class DirectoryFile: @unchecked Sendable {
     }
 
     deinit {
+        // Out of the guard before the pages go: the range may be mapped again by anything.
+        if guardSlot >= 0 { lookupd_guard_unregister(guardSlot) }
+        if watchFD >= 0 { close(watchFD) }
         munmap(UnsafeMutableRawPointer(mutating: base), size)
+    }
+
+    // MARK: - Served straight from disk
+
+    /// The file is mapped itself (not a private copy) and guarded.
+    public var isGuarded: Bool { guardSlot >= 0 }
+
+    /// A guarded file that faulted (a page gone: truncated in place, or
+    /// unreadable) or was marked damaged: lookups throw from now on.
+    public var isDamaged: Bool { guardSlot >= 0 && lookupd_guard_damaged(guardSlot) != 0 }
+
+    /// Stops every lookup from answering (the file changed in place).
+    public func markDamaged() {
+        if guardSlot >= 0 { lookupd_guard_mark(guardSlot) }
+    }
+
+    /// Faults the SIGBUS guard absorbed in this process, all files together.
+    public static var guardedFaults: UInt64 { lookupd_guard_faults() }
+
+    /// How a guarded file changed since it was mapped (fstat of the mapped
+    /// inode: its size, its modification time), nil while it has not.
+    /// Renaming another file over the path does not change this one.
+    public func changeOnDisk() -> String? {
+        guard watchFD >= 0 else { return nil }
+        var st = stat()
+        guard fstat(watchFD, &st) == 0 else { return "cannot stat it: \(String(cString: strerror(errno)))" }
+        if Int(st.st_size) != size { return "its size changed from \(size) to \(st.st_size) bytes" }
+        if st.st_mtim.tv_sec != mappedModified.tv_sec || st.st_mtim.tv_nsec != mappedModified.tv_nsec { return "it was written to" }
+        return nil
+    }
+
+    /// After the reads that decided a lookup: were they from a damaged mapping?
+    @inline(__always)
+    private func checkGuard() throws(DirectoryError) {
+        if guardSlot >= 0, lookupd_guard_damaged(guardSlot) != 0 { throw .changedWhileServed(path: path) }
+    }
+
+    /// Calls `body` with label `id`'s bytes (see `labelBytes`). For a
+    /// guarded file, with a copy taken before asking whether a page of the
+    /// mapping was replaced by zeros, and an empty label when one was:
+    /// bytes read from the mapping after that check could come from a page
+    /// replaced after it. (A file merely marked changed still holds the
+    /// bytes the lookup checked unless it was rewritten in place, the
+    /// window docs/FORMAT.md describes.)
+    public func withLabel<R>(_ id: UInt32, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        let bytes = labelBytes(id)
+        guard guardSlot >= 0, bytes.count > 0 else { return try body(bytes) }
+        return try withUnsafeTemporaryAllocation(byteCount: bytes.count, alignment: 1) { copy in
+            lookupd_guard_copy(copy.baseAddress!, bytes.baseAddress!, bytes.count)
+            if lookupd_guard_faulted(guardSlot) != 0 { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+            return try body(UnsafeRawBufferPointer(copy))
+        }
     }
 
     public var count: Int { entryCount }
@@ -208,10 +294,14 @@ public final class DirectoryFile: @unchecked Sendable {
     /// The entry for `number`: its exact entry if there is one, otherwise the
     /// longest prefix rule covering it. Throws when a block it needs is damaged.
     public func lookup(_ number: PhoneNumber) throws(DirectoryError) -> DirectoryEntry? {
+        let found: DirectoryEntry?
         if let value = try exactValue(number.value) {
-            return try entry(value: value, match: .exact(number))
+            found = try entry(value: value, match: .exact(number))
+        } else {
+            found = try prefixLookup(number)
         }
-        return try prefixLookup(number)
+        try checkGuard()
+        return found
     }
 
     /// Bit L set when the file has prefix rules of L digits.
@@ -219,7 +309,9 @@ public final class DirectoryFile: @unchecked Sendable {
 
     /// The exact entry for `number`, ignoring prefix rules.
     public func exactLookup(_ number: PhoneNumber) throws(DirectoryError) -> DirectoryEntry? {
-        guard let value = try exactValue(number.value) else { return nil }
+        let value = try exactValue(number.value)
+        try checkGuard()
+        guard let value else { return nil }
         return try entry(value: value, match: .exact(number))
     }
 
@@ -230,7 +322,9 @@ public final class DirectoryFile: @unchecked Sendable {
         let digits = number.digitCount
         guard length >= 1, length <= digits, header.prefixLengthMask & (1 << UInt32(length)) != 0 else { return nil }
         let prefixDigits = number.value / powersOfTen[digits - length]
-        guard let value = try prefixValue(UInt64(length) << 56 | prefixDigits) else { return nil }
+        let value = try prefixValue(UInt64(length) << 56 | prefixDigits)
+        try checkGuard()
+        guard let value else { return nil }
         return try entry(value: value, match: .prefix(NumberPrefix(digits: prefixDigits, length: length)!))
     }
 
@@ -241,7 +335,9 @@ public final class DirectoryFile: @unchecked Sendable {
         case .exact(let number):
             return try exactLookup(number)
         case .prefix(let prefix):
-            guard let value = try prefixValue(DirectoryFormat.prefixKey(prefix)) else { return nil }
+            let value = try prefixValue(DirectoryFormat.prefixKey(prefix))
+            try checkGuard()
+            guard let value else { return nil }
             return try entry(value: value, match: pattern)
         }
     }
@@ -321,7 +417,18 @@ public final class DirectoryFile: @unchecked Sendable {
         // that was not verified; treat it as no label rather than trust it.
         let label: UInt32? = labelPlusOne == 0 || Int(labelPlusOne) > labelCount ? nil : labelPlusOne - 1
         if let label, !trusted.load(ordering: .acquiring) { try ensureLabel(label) }
+        // Served from disk: the label's pages are read now, before the lookup asks whether
+        // its mapping was damaged, not only when the answer is written.
+        if let label, guardSlot >= 0 { touchLabel(label) }
         return DirectoryEntry(blocked: value & 1 != 0, allowed: DirectoryFormat.allows(value), label: label, match: match)
+    }
+
+    private func touchLabel(_ id: UInt32) {
+        let i = Int(id)
+        let start = Int(UInt32(littleEndian: labelIndex[i]))
+        let end = Int(UInt32(littleEndian: labelIndex[i + 1]))
+        guard start < end, end <= labelDataSize else { return }
+        lookupd_guard_touch(labelData + start, end - start)
     }
 
     /// Verifies label `id`'s two index entries and its bytes.

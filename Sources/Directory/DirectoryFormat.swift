@@ -429,6 +429,9 @@ public enum DirectoryError: Error, Equatable, Sendable, CustomStringConvertible 
     case damagedBlock(path: String, offset: Int, length: Int, sections: String)
     case corrupt(path: String, reason: String)
     case tooLarge(String)
+    /// A file served straight from disk (directory-copy = no) that was
+    /// truncated or rewritten in place, or whose pages could not be read.
+    case changedWhileServed(path: String)
 
     public var description: String {
         switch self {
@@ -451,6 +454,8 @@ public enum DirectoryError: Error, Equatable, Sendable, CustomStringConvertible 
             return "\(path): corrupt directory: \(reason)"
         case .tooLarge(let reason):
             return reason
+        case .changedWhileServed(let path):
+            return "\(path): changed on disk while served (truncated or rewritten in place, or unreadable): nothing is answered from it until an intact file is installed"
         }
     }
 }

@@ -8,7 +8,8 @@ import SystemCalls
 /// Only for files lookupd reads once and does not keep (sources): someone
 /// truncating the file meanwhile would fault the reader, which is why the
 /// daemon reads config and contacts with `readRegularFile` and serves
-/// directories from private copies (`DirectoryFile`, PrivateDirectoryStore).
+/// directories through a guarded mapping or a private copy
+/// (`DirectoryFile(guarded:)`, DirectoryStore).
 public final class MappedFile: @unchecked Sendable {
     public let path: String
     public let bytes: UnsafeRawBufferPointer

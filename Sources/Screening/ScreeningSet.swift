@@ -321,7 +321,7 @@ public final class ScreeningSet: Sendable {
     public func withLabel<R>(_ reference: LabelReference, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         switch reference {
         case .directory(let index, let label):
-            return try body(directories[index].file.labelBytes(label))
+            return try directories[index].file.withLabel(label, body)
         case .contact(let list, let name):
             return try contacts[list].withName(name, body)
         case .journal(let index, let label):

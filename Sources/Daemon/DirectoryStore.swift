@@ -3,37 +3,48 @@ import Directory
 import Glibc
 import SystemCalls
 
-/// Serves directories from private, unnamed copies in the state directory.
+/// Opens the directory files the daemon serves, in one of two ways
+/// (`directory-copy`, docs/FORMAT.md "Serving the installed file").
 ///
-/// A mapped file that someone truncates in place makes the next access to a
-/// vanished page raise SIGBUS, and nothing Swift can do catches that. So the
-/// daemon never maps the operator's file: it copies it into an anonymous
-/// file (`O_TMPFILE`) in `state-directory`, verifies the copy completely, and
-/// maps the copy. No other process can open, truncate or rewrite an unnamed
-/// file, and it disappears by itself when the last mapping goes. A hard link
-/// would not do: it is the same inode.
+/// No copy (the default): the installed file itself is mapped read-only
+/// and guarded (`DirectoryFile(guarded: true)`): its header and checksum
+/// root are checked at open, each block on first touch; a page that
+/// vanishes (the file truncated in place) cannot crash the daemon, and the
+/// reload thread's `DamageWatch` notices a file changed in place within
+/// a tenth of a second. Start and reload cost O(1) whatever the size.
 ///
-/// The copy costs disk space equal to the directory while it is served, and
-/// copy time on reload; a file whose identity (device, inode, size, mtime,
-/// ctime) has not changed since the last load is not copied again.
+/// A copy (`directory-copy = yes`): the file is copied into an anonymous
+/// file (`O_TMPFILE`) in `state-directory`, the copy verified completely,
+/// and the copy mapped. No other process can open, truncate or rewrite an
+/// unnamed file, and it disappears by itself when the last mapping goes
+/// (a hard link would not do: it is the same inode). It costs disk space
+/// equal to the directory while it is served, and a full copy and read at
+/// start and at each reload of a changed file.
+///
+/// Either way a file whose identity (device, inode, size, mtime, ctime)
+/// has not changed since the last load is not opened again, unless the
+/// one served was damaged.
 ///
 /// Threading: used by the thread that loads (start-up and reload) only.
-final class PrivateDirectoryStore {
+final class DirectoryStore {
     struct Identity: Equatable {
         var device: UInt64, inode: UInt64, size: Int64
         var mtime: Int, mtimeNanos: Int, ctime: Int, ctimeNanos: Int
     }
 
     let folder: String
+    /// `directory-copy`: serve private copies; set from the config at each load.
+    var copies = false
     /// Asked between copy steps: true once the daemon is stopping.
     var cancelled: () -> Bool = { false }
-    private var cache: [String: (identity: Identity, file: DirectoryFile)] = [:]
+    private var cache: [String: (identity: Identity, copied: Bool, file: DirectoryFile)] = [:]
 
     init(folder: String) {
         self.folder = folder
     }
 
-    /// Checks that the state directory exists and takes unnamed files.
+    /// Checks that the state directory exists and takes unnamed files (for
+    /// `directory-copy = yes`; feeds and replication keep state there too).
     func prepare() throws(DirectoryError) {
         if let st = FileSystem.statusIfPresent(folder) {
             guard st.isDirectory else { throw .system(path: folder, operation: "use the state directory", errno: ENOTDIR) }
@@ -47,9 +58,9 @@ final class PrivateDirectoryStore {
         fd.close()
     }
 
-    /// The verified private copy of `config.path`, reusing the last one when
-    /// the file has not changed. The header is judged on the operator's file
-    /// before a byte is copied: a FIFO, a device, a huge sparse file or
+    /// `config.path` mapped (or its verified private copy), reusing the last
+    /// one when the file has not changed. The header is judged on the
+    /// operator's file first: a FIFO, a device, a huge sparse file or
     /// anything else that is not a directory costs one read of 256 bytes.
     func open(_ config: DirectoryConfig) throws(DirectoryError) -> DirectoryFile {
         let path = config.path
@@ -60,8 +71,13 @@ final class PrivateDirectoryStore {
         do { (source, st) = try openRegularFile(path, maxBytes: Int.max) } catch { throw DirectoryError(error) }
         defer { source.close() }
         let identity = Identity(st)
-        if let cached = cache[path], cached.identity == identity { return cached.file }
+        if let cached = cache[path], cached.identity == identity, cached.copied == copies, !cached.file.isDamaged { return cached.file }
         _ = try DirectoryFile.readHeader(descriptor: source, path: path)
+        guard copies else {
+            let file = try DirectoryFile(descriptor: source.rawValue, path: path, guarded: true)
+            cache[path] = (identity, false, file)
+            return file
+        }
 
         let copy = try createUnnamed()
         defer { copy.close() }
@@ -69,7 +85,7 @@ final class PrivateDirectoryStore {
         // Messages name the operator's file, not the copy.
         let file = try DirectoryFile(descriptor: copy.rawValue, path: path)
         try file.verify()
-        cache[path] = (identity, file)
+        cache[path] = (identity, true, file)
         return file
     }
 
@@ -116,7 +132,7 @@ final class PrivateDirectoryStore {
             if cancelled() { throw .system(path: path, operation: "copy into \(folder) (stopping)", errno: ECANCELED) }
             if useRange {
                 do {
-                    let n = try source.copyRange(to: target, count: min(size - done, PrivateDirectoryStore.chunk))
+                    let n = try source.copyRange(to: target, count: min(size - done, DirectoryStore.chunk))
                     if n == 0 { break }  // the file shrank while we copied; verification will say so
                     done += n
                     continue
@@ -141,7 +157,7 @@ final class PrivateDirectoryStore {
     }
 }
 
-extension PrivateDirectoryStore.Identity {
+extension DirectoryStore.Identity {
     init(_ st: FileStatus) {
         self.init(device: st.device, inode: st.inode, size: st.size, mtime: st.modified.tv_sec, mtimeNanos: st.modified.tv_nsec,
                   ctime: st.changed.tv_sec, ctimeNanos: st.changed.tv_nsec)
