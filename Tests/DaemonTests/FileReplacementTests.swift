@@ -5,9 +5,11 @@ import XCTest
 
 /// Issue 8, requirement 4: operators (and scripts gone wrong) change the
 /// configured directory file while the daemon serves from it and while it
-/// reloads. The daemon serves from a private copy (PrivateDirectoryStore;
-/// docs/TESTING.md), so nothing done to the configured path can fault it:
-/// it keeps answering from the last good set and says why a reload failed.
+/// reloads. Here the daemon serves from a private copy (directory-copy = yes,
+/// DirectoryStore; docs/TESTING.md), so nothing done to the configured path
+/// can fault it: it keeps answering from the last good set and says why a
+/// reload failed. The default, serving the installed file itself, is tested
+/// in FileReplacementTests+InPlace.swift (and by the racing test below).
 final class FileReplacementTests: DaemonTestCase {
     var configured: String { path("main.lkd") }
 
@@ -56,7 +58,7 @@ final class FileReplacementTests: DaemonTestCase {
 
     func testEveryKindOfReplacementWhileServing() throws {
         let (v1, v2, otherFormat) = try versions()
-        let daemon = try startDaemon(["log-level = notice"])
+        let daemon = try startDaemon(["log-level = notice", "directory-copy = yes"])
         let baseline = try XCTUnwrap(Vitals(pid: daemon.pid))
         assertServes(daemon, version: 1, "at start")
         var refusals = 0
@@ -124,7 +126,7 @@ final class FileReplacementTests: DaemonTestCase {
     /// dies, and once a good file is back a reload takes it.
     func testReplacementsRacingReloadsUnderTraffic() throws {
         let (v1, v2, otherFormat) = try versions()
-        let daemon = try startDaemon(["log-level = notice"])
+        let daemon = try startDaemon(["log-level = notice", "directory-copy = yes"])
         let port = daemon.port
         let recorder = Recorder()
         let finished = DispatchSemaphore(value: 0)
@@ -331,7 +333,7 @@ final class FileReplacementTests: DaemonTestCase {
     /// state directory off the control loop, which answers `stats` within a second all the
     /// while, and is then refused by its content checksum.
     func testAHugeDirectoryFileIsJudgedBeforeItIsCopied() throws {
-        let daemon = try startDaemon(["log-level = notice"])
+        let daemon = try startDaemon(["log-level = notice", "directory-copy = yes"])
         let baseline = try XCTUnwrap(Vitals(pid: daemon.pid))
         let good = [UInt8](FileManager.default.contents(atPath: configured)!)
         _ = replace(configured, with: "huge")
