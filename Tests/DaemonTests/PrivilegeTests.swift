@@ -109,24 +109,50 @@ final class PrivilegeTests: DaemonTestCase {
     }
 
     /// What the daemon keeps open: its sockets, epoll/eventfd/signalfd and the
-    /// standard streams; never the configuration, a contacts list or a
-    /// directory file (those are read, copied and closed).
+    /// standard streams, and (serving the installed file, the default) each
+    /// directory file read-only, to fstat the mapped inode; never the
+    /// configuration or a contacts list (read and closed). With
+    /// directory-copy = yes not even the directory: its copy is mapped, unnamed.
     func testDaemonKeepsNothingOpenItDoesNotNeed() throws {
-        let daemon = try startDaemon()
+        try keepsNothingOpen(copy: false)
+    }
+
+    func testDaemonWithCopiesKeepsNothingOpenItDoesNotNeed() throws {
+        try keepsNothingOpen(copy: true)
+    }
+
+    private func keepsNothingOpen(copy: Bool) throws {
+        let daemon = try startDaemon(copy ? ["directory-copy = yes"] : [])
         let status = readProcFile("/proc/\(daemon.pid)/status")
         XCTAssertTrue(status.contains("NoNewPrivs:\t1"), "lookupd sets no_new_privs:\n\(status)")
         let fdFolder = "/proc/\(daemon.pid)/fd"
         var unexpected: [String] = []
+        var directoryDescriptors = 0
         for name in try FileManager.default.contentsOfDirectory(atPath: fdFolder) {
             guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(fdFolder)/\(name)") else { continue }
             if target.hasPrefix("socket:") || target.hasPrefix("anon_inode:") || target.hasPrefix("pipe:") || target == "/dev/null" { continue }
             if ["0", "1", "2"].contains(name) { continue }
+            if !copy, target == path("main.lkd") {
+                // Read-only (O_ACCMODE of the flags, octal, is 0) and close-on-exec.
+                let info = readProcFile("/proc/\(daemon.pid)/fdinfo/\(name)")
+                let flags = info.split(separator: "\n").first { $0.hasPrefix("flags:") }.flatMap { Int($0.split(separator: "\t").last ?? "", radix: 8) }
+                XCTAssertEqual(flags.map { $0 & Int(O_ACCMODE) }, Int(O_RDONLY), info)
+                XCTAssertNotEqual(flags.map { $0 & Int(O_CLOEXEC) }, 0, info)
+                directoryDescriptors += 1
+                continue
+            }
             unexpected.append("\(name) -> \(target)")
         }
         XCTAssertEqual(unexpected, [], "descriptors the daemon should not hold")
-        // The private copies are mapped, not held open, and have no name.
         let maps = readProcFile("/proc/\(daemon.pid)/maps")
-        XCTAssertFalse(maps.contains(path("main.lkd")), "the configured directory file is mapped:\n\(maps)")
-        XCTAssertTrue(maps.contains("(deleted)") || maps.contains("state-lookupd"), "the private copy is mapped from the state directory")
+        if copy {
+            // The private copies are mapped, not held open, and have no name.
+            XCTAssertFalse(maps.contains(path("main.lkd")), "the configured directory file is mapped:\n\(maps)")
+            XCTAssertTrue(maps.contains("(deleted)") || maps.contains("state-lookupd"), "the private copy is mapped from the state directory")
+        } else {
+            XCTAssertEqual(directoryDescriptors, 1, "the served directory file, once")
+            XCTAssertTrue(maps.contains(path("main.lkd")), "the installed directory file is mapped:\n\(maps)")
+            XCTAssertFalse(maps.contains("(deleted)"), "no private copy:\n\(maps)")
+        }
     }
 }
