@@ -127,9 +127,12 @@ final class ReloadTests: DaemonTestCase {
     /// serve them) while `lookupd reload` runs: every
     /// request sent after the command returned gets the new answer. Then
     /// failed reloads (truncated file, damaged file, broken config) keep the
-    /// set in force, and a good file recovers.
+    /// set in force, and a good file recovers. With directory-copy = yes,
+    /// whose reload verifies the whole file: without the copy a damaged
+    /// block is found on first touch and answered as unknown instead
+    /// (FileReplacementTests+InPlace).
     func testReloadCommandUnderTrafficAndFailedReloadsKeepTheOldSet() throws {
-        let daemon = try startDaemon(["log-level = notice"])
+        let daemon = try startDaemon(["log-level = notice", "directory-copy = yes"])
         let port = daemon.port
         try compile(Self.directoryV2, to: "main-v2.lkd")
         let traffic = CallTraffic(callers: Self.expectations.map(\.caller), port: port)

@@ -94,6 +94,7 @@ final class ConfigurationTests: XCTestCase {
         max-message-size = 65507
         control-socket = run/control.sock
         state-directory = /var/lib/lookupd-test
+        directory-copy = yes
         log-level = debug
         tcp-max-connections = 100
         tcp-idle-timeout = 30
@@ -170,6 +171,8 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(c.operations.logFile, "/etc/lookupd/log/decisions.log")
         XCTAssertEqual(c.operations.logFileMaxSize, 65536)
         XCTAssertEqual(c.operations.logFileKeep, 0)
+        XCTAssertTrue(c.directoryCopy)
+        XCTAssertFalse(try parse("").directoryCopy, "no copy unless asked")
         XCTAssertEqual(c.replication?.endpoints, ["http://10.0.0.1:2379", "http://10.0.0.2:2379"])
         XCTAssertEqual(c.replication?.node, "node-a")
         // The keys of redirect mode only (the text above is a proxy's), and block-treatment,
