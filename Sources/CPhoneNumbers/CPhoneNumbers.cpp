@@ -179,27 +179,6 @@ int lookupd_pn_desc_lengths(int t, int desc, int local_only, int32_t *out, int c
     return lengths.size();
 }
 
-int lookupd_pn_regions_for_code(int cc, int *territories, int capacity) {
-    const Metadata &m = metadata();
-    std::list<std::string> regions;
-    PhoneNumberUtil::GetInstance()->GetRegionCodesForCountryCallingCode(cc, &regions);
-    int n = 0;
-    for (const std::string &region : regions) {
-        int index = -1;
-        if (region == "001") {
-            auto it = m.nonGeographic.find(cc);
-            if (it != m.nonGeographic.end()) index = it->second;
-        } else {
-            auto it = m.byRegion.find(region);
-            if (it != m.byRegion.end()) index = it->second;
-        }
-        if (index < 0) continue;
-        if (n < capacity) territories[n] = index;
-        n++;
-    }
-    return n;
-}
-
 int lookupd_pn_mobile_is_geographical(int cc) {
     return PhoneNumberUtil::GetInstance()->IsNumberGeographical(PhoneNumberUtil::MOBILE, cc) ? 1 : 0;
 }
@@ -294,6 +273,27 @@ int lookupd_pn_reference_type(const char *e164) {
     PhoneNumber number;
     if (!parseE164(e164, &number)) return static_cast<int>(PhoneNumberUtil::UNKNOWN);
     return static_cast<int>(PhoneNumberUtil::GetInstance()->GetNumberType(number));
+}
+
+int lookupd_pn_reference_regions_for_code(int cc, int *territories, int capacity) {
+    const Metadata &m = metadata();
+    std::list<std::string> regions;
+    PhoneNumberUtil::GetInstance()->GetRegionCodesForCountryCallingCode(cc, &regions);
+    int n = 0;
+    for (const std::string &region : regions) {
+        int index = -1;
+        if (region == "001") {
+            auto it = m.nonGeographic.find(cc);
+            if (it != m.nonGeographic.end()) index = it->second;
+        } else {
+            auto it = m.byRegion.find(region);
+            if (it != m.byRegion.end()) index = it->second;
+        }
+        if (index < 0) continue;
+        if (n < capacity) territories[n] = index;
+        n++;
+    }
+    return n;
 }
 
 }  // extern "C"

@@ -64,17 +64,7 @@ public final class NumberingData: @unchecked Sendable {
             if territory.id != "001" { regionIndex[territory.id] = t }
             territories.append(territory)
         }
-        var members = [[Int]?](repeating: nil, count: 1000)
-        var seen = Set<Int>()
-        for territory in territories where seen.insert(territory.countryCode).inserted {
-            let cc = territory.countryCode
-            guard cc > 0, cc < 1000 else { continue }
-            var indexes = [Int32](repeating: 0, count: 64)
-            let n = Int(lookupd_pn_regions_for_code(Int32(cc), &indexes, 64))
-            let list = indexes.prefix(min(n, 64)).map(Int.init)
-            guard !list.isEmpty else { continue }
-            members[cc] = list
-        }
+        let members = Self.regionsByCallingCode(territories)
         mainOf = .allocate(capacity: 1000)
         codeState = .allocate(capacity: 1000)
         codeTables = .allocate(capacity: 1000)
@@ -100,6 +90,29 @@ public final class NumberingData: @unchecked Sendable {
         self.regionIndex = regionIndex
         self.members = members
         self.problems = problems
+    }
+
+    /// Per calling code (1...999) its territories in GetRegionCodesForCountryCallingCode's
+    /// order, derived as PhoneNumberUtil derives it when it loads the same metadata (asking
+    /// the library would build PhoneNumberUtil, some 10 ms of CPU per process): in the
+    /// metadata's order, a territory marked main_country_for_code goes to the front of its
+    /// code's list, any other to the back; the first one seen starts the list. "ZZ" (the
+    /// unknown region) belongs to no code. LibraryComparisonTests checks every code against
+    /// the library.
+    static func regionsByCallingCode(_ territories: [Territory]) -> [[Int]?] {
+        var members = [[Int]?](repeating: nil, count: 1000)
+        for t in territories where t.id != "ZZ" {
+            let cc = t.countryCode
+            guard cc > 0, cc < 1000 else { continue }
+            if members[cc] == nil {
+                members[cc] = [t.index]
+            } else if t.isMainCountry {
+                members[cc]!.insert(t.index, at: 0)
+            } else {
+                members[cc]!.append(t.index)
+            }
+        }
+        return members
     }
 
     /// The territory of a region code (`IT`), nil when libphonenumber does not know it.

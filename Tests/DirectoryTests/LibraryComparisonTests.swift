@@ -129,6 +129,28 @@ final class LibraryComparisonTests: XCTestCase {
         XCTAssertGreaterThan(total, 5000)
         XCTAssertEqual(disagreements, [])
     }
+
+    /// lookupd orders the regions of a calling code itself (asking the library would build
+    /// PhoneNumberUtil in every process); the main country decides which region a number of a
+    /// shared code is read for, so the lists must be the library's, in its order, for every code.
+    func testRegionsOfEveryCallingCodeAreTheLibrarysInItsOrder() {
+        let data = NumberingData.installed
+        var codes = 0, shared = 0
+        for cc in 0..<1000 {
+            var buffer = [Int32](repeating: 0, count: 256)
+            let n = Int(lookupd_pn_reference_regions_for_code(Int32(cc), &buffer, 256))
+            XCTAssertLessThanOrEqual(n, buffer.count, "+\(cc)")
+            let library = buffer.prefix(n).map { data.territories[Int($0)].id }
+            let ours = data.territories(ofCountryCode: cc).map { data.territories[$0].id }
+            XCTAssertEqual(ours, library, "+\(cc)")
+            if !library.isEmpty { codes += 1 }
+            if library.count > 1 { shared += 1 }
+        }
+        // The comparison saw the codes, and enough shared ones for the order to matter.
+        XCTAssertGreaterThan(codes, 200)
+        XCTAssertGreaterThan(shared, 5)
+        XCTAssertEqual(data.territories(ofCountryCode: 1).first.map { data.territories[$0].id }, "US")
+    }
 }
 
 extension Reference {

@@ -2,6 +2,7 @@
 // metadata and geocoding tables, read once, so lookupd derives its own tables from them at
 // start-up (Sources/Directory/NumberingData.swift). Nothing here runs per request: the
 // "reference" calls at the end cost tens of microseconds each and serve tests and checks only.
+// Only they and lookupd_pn_mobile_is_geographical build libphonenumber's PhoneNumberUtil.
 //
 // Every string returned is owned by the library's data or this layer and lives as long as
 // the process. Thread-safe: the data is loaded once, under C++'s static-initialisation lock.
@@ -64,10 +65,9 @@ const char *lookupd_pn_desc_example(int t, int desc);
 /// many there are (possibly more than `capacity`).
 int lookupd_pn_desc_lengths(int t, int desc, int local_only, int32_t *out, int capacity);
 
-/// Territory indexes of the regions sharing calling code `cc`, main country first, as
-/// PhoneNumberUtil orders them; returns how many there are.
-int lookupd_pn_regions_for_code(int cc, int *territories, int capacity);
-/// libphonenumber's IsNumberGeographical for a mobile number of calling code `cc`.
+/// libphonenumber's IsNumberGeographical for a mobile number of calling code `cc`. The
+/// library keeps that list in code, not in its metadata, so this builds PhoneNumberUtil
+/// (some 10 ms of CPU, once per process): call it only where it is needed.
 int lookupd_pn_mobile_is_geographical(int cc);
 
 /// The offline geocoder's tables (libgeocoding): one file per "CC_LANG" pair (`86_zh`).
@@ -107,6 +107,9 @@ int lookupd_pn_reference_description(const char *e164, const char *language, cha
 int lookupd_pn_reference_region(const char *e164, char *out, int capacity);
 /// GetNumberType of an E.164 number, as libphonenumber's PhoneNumberType value.
 int lookupd_pn_reference_type(const char *e164);
+/// Territory indexes of the regions sharing calling code `cc`, in the order
+/// GetRegionCodesForCountryCallingCode gives them; returns how many there are.
+int lookupd_pn_reference_regions_for_code(int cc, int *territories, int capacity);
 
 #ifdef __cplusplus
 }
