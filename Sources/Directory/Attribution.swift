@@ -159,7 +159,7 @@ public final class Attribution: @unchecked Sendable {
         let cc = Int(number.value / powersOfTen[number.digitCount - ccDigits])
         guard let code = data.callingCode(cc) else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
         let geographic = answer.type == .fixedLine || answer.type == .fixedLineOrMobile
-            || (answer.type == .mobile && code.mobileIsGeographical)
+            || (answer.type == .mobile && data.mobileIsGeographical(cc))
         if geographic {
             var area = lookup(number, file: primary[cc])
             if area == nil || area?.pointee == 0 { area = lookup(number, file: fallback[cc]) }

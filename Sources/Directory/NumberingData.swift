@@ -170,6 +170,18 @@ public final class NumberingData: @unchecked Sendable {
         cc > 0 && cc < 1000 ? members[cc] ?? [] : []
     }
 
+    /// Whether libphonenumber counts a mobile number of calling code `cc` as geographic
+    /// (IsNumberGeographical). The library keeps that list in its code, not in the metadata,
+    /// so the first call builds its PhoneNumberUtil (some 10 ms of CPU, once per
+    /// process); only attribution asks, and only for mobile numbers, so a process that
+    /// attributes nothing never pays it.
+    func mobileIsGeographical(_ cc: Int) -> Bool {
+        cc > 0 && cc < 1000 && Self.geographicMobileCodes[cc]
+    }
+
+    // A global, so Swift initialises it once, under its lock, on first use.
+    private static let geographicMobileCodes: [Bool] = (0..<1000).map { lookupd_pn_mobile_is_geographical(Int32($0)) != 0 }
+
     /// The main territory of a calling code (US for +1).
     func mainTerritory(_ cc: Int) -> Territory? {
         mainIndex(cc).map { territories[$0] }
@@ -666,8 +678,7 @@ final class CallingCode: Sendable {
             next: CallingCode.copy(next2), answerRow: CallingCode.copy(rowOf2), answers: CallingCode.copy(flatRows),
             generalStart: CallingCode.copy(starts), generalNext: CallingCode.copy(flatNext),
             generalAccepting: CallingCode.copy(flatAccepting), territories: CallingCode.copy(members.map(Int32.init)),
-            territoryCount: members.count,
-            mobileIsGeographical: lookupd_pn_mobile_is_geographical(Int32(countryCode)) != 0)
+            territoryCount: members.count)
         self.problems = problems
     }
 }
@@ -690,7 +701,6 @@ struct CallingCodeTables: @unchecked Sendable {
     /// Territory indexes, main country first.
     let territories: UnsafePointer<Int32>
     let territoryCount: Int
-    let mobileIsGeographical: Bool
 
     /// A number no region's pattern admits: invalid, assigned to the code's only region
     /// when it has one (GetRegionCodeForNumber's rule).
