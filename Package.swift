@@ -25,6 +25,8 @@ let package = Package(
         .executable(name: "lookupd", targets: ["lookupd"]),
         .executable(name: "lookupd-bench", targets: ["lookupd-bench"]),
         .executable(name: "lookupd-fuzz", targets: ["lookupd-fuzz"]),
+        // Installed beside lookupd (or in ../lib/lookupd/): libphonenumber behind dlopen.
+        .library(name: "lookupd-phonenumbers", type: .dynamic, targets: ["PhoneNumbersBridge"]),
     ],
     targets: [
         .systemLibrary(
@@ -46,9 +48,13 @@ let package = Package(
         .target(name: "CSystemCalls"),
         .target(name: "SystemCalls", dependencies: ["CSystemCalls"]),
         // libphonenumber (Debian libphonenumber-dev): the numbering plans and the offline geocoder,
-        // read once at start-up through a small C API (docs/NUMBERING.md).
+        // read through a small C API (docs/NUMBERING.md). CPhoneNumbers is what the executables
+        // link: it opens PhoneNumbersBridge, the C++ half built as liblookupd-phonenumbers.so,
+        // with dlopen only when a process needs the library's data (most commands read the
+        // numbering cache instead, and none loads libphonenumber, protobuf, ICU, abseil).
+        .target(name: "CPhoneNumbers"),
         .target(
-            name: "CPhoneNumbers",
+            name: "PhoneNumbersBridge",
             linkerSettings: [
                 .linkedLibrary("phonenumber"), .linkedLibrary("geocoding"), .linkedLibrary("protobuf"),
                 .linkedLibrary("icuuc"), .linkedLibrary("icui18n"),

@@ -1,6 +1,10 @@
 // The C face of the installed libphonenumber (Debian libphonenumber-dev): its numbering-plan
 // metadata and geocoding tables, read once, so lookupd derives its own tables from them at
-// start-up (Sources/Directory/NumberingData.swift). Nothing here runs per request: the
+// start-up (Sources/Directory/NumberingData.swift). The library lives behind
+// liblookupd-phonenumbers.so (Sources/PhoneNumbersBridge), opened on the first call of any
+// lookupd_pn_ function below but the four loader ones: a process that finds the metadata in
+// its cache (NumberingCache.swift) or needs no numbering never loads libphonenumber. When the
+// bridge cannot be loaded, the first such call prints why and exits with status 1. Nothing here runs per request: the
 // "reference" calls at the end cost tens of microseconds each and serve tests and checks only.
 // Only they and lookupd_pn_mobile_is_geographical build libphonenumber's PhoneNumberUtil.
 //
@@ -15,6 +19,16 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/// Where liblookupd-phonenumbers.so is (beside the executable, or ../lib/lookupd/ from it),
+/// resolved; NULL when it is in neither place. Does not load it.
+const char *lookupd_pn_bridge_path(void);
+/// Loads the bridge (once); 1 when it is loaded.
+int lookupd_pn_load(void);
+/// Why the bridge could not be loaded ("" when it is loaded). Loads it first.
+const char *lookupd_pn_load_error(void);
+/// 1 when this process has loaded the bridge (it never unloads it). Does not load it.
+int lookupd_pn_is_loaded(void);
 
 /// The serialized metadata compiled into libphonenumber (what PhoneNumberUtil loads).
 const uint8_t *lookupd_pn_metadata_bytes(size_t *size);

@@ -1,7 +1,14 @@
-// See include/CPhoneNumbers.h. A thin layer: the metadata comes from the bytes libphonenumber
-// compiled in (metadata_get, the same bytes PhoneNumberUtil parses), the geocoding tables from
-// libgeocoding's generated arrays, region names from ICU as the geocoder itself gets them.
-#include "CPhoneNumbers.h"
+// The C++ half of Sources/CPhoneNumbers, built as its own shared object
+// (liblookupd-phonenumbers.so) so that only a process that needs libphonenumber's data loads
+// it, with libphonenumber, libgeocoding, protobuf, ICU and abseil (CPhoneNumbers.c opens it
+// with dlopen on first use; docs/NUMBERING.md "Start-up"). Each lookupd_pnb_NAME here is
+// lookupd_pn_NAME of CPhoneNumbers.h; the other prefix keeps the executable's wrappers from
+// interposing on calls inside this object.
+//
+// A thin layer: the metadata comes from the bytes libphonenumber compiled in (metadata_get,
+// the same bytes PhoneNumberUtil parses), the geocoding tables from libgeocoding's generated
+// arrays, region names from ICU as the geocoder itself gets them.
+#include "../CPhoneNumbers/include/CPhoneNumbers.h"
 
 #include <dlfcn.h>
 
@@ -119,20 +126,20 @@ bool parseE164(const char *e164, PhoneNumber *number) {
 
 extern "C" {
 
-const uint8_t *lookupd_pn_metadata_bytes(size_t *size) {
+const uint8_t *lookupd_pnb_metadata_bytes(size_t *size) {
     *size = static_cast<size_t>(i18n::phonenumbers::metadata_size());
     return static_cast<const uint8_t *>(i18n::phonenumbers::metadata_get());
 }
 
-int lookupd_pn_metadata_ok(void) { return metadata().ok ? 1 : 0; }
+int lookupd_pnb_metadata_ok(void) { return metadata().ok ? 1 : 0; }
 
-const char *lookupd_pn_library_path(void) { return metadata().libraryPath.c_str(); }
+const char *lookupd_pnb_library_path(void) { return metadata().libraryPath.c_str(); }
 
-int lookupd_pn_territory_count(void) {
+int lookupd_pnb_territory_count(void) {
     return metadata().ok ? metadata().collection.metadata_size() : 0;
 }
 
-const char *lookupd_pn_territory_text(int t, int field) {
+const char *lookupd_pnb_territory_text(int t, int field) {
     const PhoneMetadata *m = territory(t);
     if (!m) return nullptr;
     switch (field) {
@@ -150,28 +157,28 @@ const char *lookupd_pn_territory_text(int t, int field) {
     }
 }
 
-int lookupd_pn_territory_country_code(int t) {
+int lookupd_pnb_territory_country_code(int t) {
     const PhoneMetadata *m = territory(t);
     return m ? m->country_code() : 0;
 }
 
-int lookupd_pn_territory_flags(int t) {
+int lookupd_pnb_territory_flags(int t) {
     const PhoneMetadata *m = territory(t);
     if (!m) return 0;
     return (m->main_country_for_code() ? 1 : 0) | (m->same_mobile_and_fixed_line_pattern() ? 2 : 0);
 }
 
-const char *lookupd_pn_desc_pattern(int t, int desc) {
+const char *lookupd_pnb_desc_pattern(int t, int desc) {
     const PhoneNumberDesc *d = description(t, desc);
     return d && d->has_national_number_pattern() ? d->national_number_pattern().c_str() : nullptr;
 }
 
-const char *lookupd_pn_desc_example(int t, int desc) {
+const char *lookupd_pnb_desc_example(int t, int desc) {
     const PhoneNumberDesc *d = description(t, desc);
     return d && d->has_example_number() ? d->example_number().c_str() : nullptr;
 }
 
-int lookupd_pn_desc_lengths(int t, int desc, int local_only, int32_t *out, int capacity) {
+int lookupd_pnb_desc_lengths(int t, int desc, int local_only, int32_t *out, int capacity) {
     const PhoneNumberDesc *d = description(t, desc);
     if (!d) return 0;
     const auto &lengths = local_only ? d->possible_length_local_only() : d->possible_length();
@@ -179,40 +186,40 @@ int lookupd_pn_desc_lengths(int t, int desc, int local_only, int32_t *out, int c
     return lengths.size();
 }
 
-int lookupd_pn_mobile_is_geographical(int cc) {
+int lookupd_pnb_mobile_is_geographical(int cc) {
     return PhoneNumberUtil::GetInstance()->IsNumberGeographical(PhoneNumberUtil::MOBILE, cc) ? 1 : 0;
 }
 
-int lookupd_pn_geo_file_count(void) { return i18n::phonenumbers::get_prefix_language_code_pairs_size(); }
+int lookupd_pnb_geo_file_count(void) { return i18n::phonenumbers::get_prefix_language_code_pairs_size(); }
 
-const char *lookupd_pn_geo_file_name(int f) {
-    if (f < 0 || f >= lookupd_pn_geo_file_count()) return nullptr;
+const char *lookupd_pnb_geo_file_name(int f) {
+    if (f < 0 || f >= lookupd_pnb_geo_file_count()) return nullptr;
     return i18n::phonenumbers::get_prefix_language_code_pairs()[f];
 }
 
-int lookupd_pn_geo_entry_count(int f) {
-    if (f < 0 || f >= lookupd_pn_geo_file_count()) return 0;
+int lookupd_pnb_geo_entry_count(int f) {
+    if (f < 0 || f >= lookupd_pnb_geo_file_count()) return 0;
     return i18n::phonenumbers::get_prefix_descriptions(f)->prefixes_size;
 }
 
-const int32_t *lookupd_pn_geo_prefixes(int f) {
-    if (f < 0 || f >= lookupd_pn_geo_file_count()) return nullptr;
+const int32_t *lookupd_pnb_geo_prefixes(int f) {
+    if (f < 0 || f >= lookupd_pnb_geo_file_count()) return nullptr;
     return i18n::phonenumbers::get_prefix_descriptions(f)->prefixes;
 }
 
-const char *const *lookupd_pn_geo_descriptions(int f) {
-    if (f < 0 || f >= lookupd_pn_geo_file_count()) return nullptr;
+const char *const *lookupd_pnb_geo_descriptions(int f) {
+    if (f < 0 || f >= lookupd_pnb_geo_file_count()) return nullptr;
     return i18n::phonenumbers::get_prefix_descriptions(f)->descriptions;
 }
 
-int lookupd_pn_geo_lengths(int f, int32_t *out, int capacity) {
-    if (f < 0 || f >= lookupd_pn_geo_file_count()) return 0;
+int lookupd_pnb_geo_lengths(int f, int32_t *out, int capacity) {
+    if (f < 0 || f >= lookupd_pnb_geo_file_count()) return 0;
     const i18n::phonenumbers::PrefixDescriptions *d = i18n::phonenumbers::get_prefix_descriptions(f);
     for (int i = 0; i < d->possible_lengths_size && i < capacity; i++) out[i] = d->possible_lengths[i];
     return d->possible_lengths_size;
 }
 
-int lookupd_pn_region_name(const char *region, const char *language, char *out, int capacity) {
+int lookupd_pnb_region_name(const char *region, const char *language, char *out, int capacity) {
     icu::UnicodeString name;
     icu::Locale("", region).getDisplayCountry(icu::Locale(language), name);
     std::string utf8;
@@ -222,7 +229,7 @@ int lookupd_pn_region_name(const char *region, const char *language, char *out, 
     return copyOut(utf8, out, capacity);
 }
 
-int lookupd_pn_reference_parse(const char *text, const char *region, char *e164, int capacity,
+int lookupd_pnb_reference_parse(const char *text, const char *region, char *e164, int capacity,
                                int *valid, int *possible) {
     PhoneNumberUtil *util = PhoneNumberUtil::GetInstance();
     PhoneNumber number;
@@ -239,7 +246,7 @@ int lookupd_pn_reference_parse(const char *text, const char *region, char *e164,
     return 0;
 }
 
-int lookupd_pn_reference_format(const char *e164, int format, const char *region, char *out, int capacity) {
+int lookupd_pnb_reference_format(const char *e164, int format, const char *region, char *out, int capacity) {
     PhoneNumberUtil *util = PhoneNumberUtil::GetInstance();
     PhoneNumber number;
     if (!parseE164(e164, &number)) return 0;
@@ -254,14 +261,14 @@ int lookupd_pn_reference_format(const char *e164, int format, const char *region
     return copyOut(formatted, out, capacity);
 }
 
-int lookupd_pn_reference_description(const char *e164, const char *language, char *out, int capacity) {
+int lookupd_pnb_reference_description(const char *e164, const char *language, char *out, int capacity) {
     static const i18n::phonenumbers::PhoneNumberOfflineGeocoder geocoder;
     PhoneNumber number;
     if (!parseE164(e164, &number)) return 0;
     return copyOut(geocoder.GetDescriptionForNumber(number, icu::Locale(language)), out, capacity);
 }
 
-int lookupd_pn_reference_region(const char *e164, char *out, int capacity) {
+int lookupd_pnb_reference_region(const char *e164, char *out, int capacity) {
     PhoneNumber number;
     if (!parseE164(e164, &number)) return copyOut("ZZ", out, capacity);
     std::string region;
@@ -269,13 +276,13 @@ int lookupd_pn_reference_region(const char *e164, char *out, int capacity) {
     return copyOut(region, out, capacity);
 }
 
-int lookupd_pn_reference_type(const char *e164) {
+int lookupd_pnb_reference_type(const char *e164) {
     PhoneNumber number;
     if (!parseE164(e164, &number)) return static_cast<int>(PhoneNumberUtil::UNKNOWN);
     return static_cast<int>(PhoneNumberUtil::GetInstance()->GetNumberType(number));
 }
 
-int lookupd_pn_reference_regions_for_code(int cc, int *territories, int capacity) {
+int lookupd_pnb_reference_regions_for_code(int cc, int *territories, int capacity) {
     const Metadata &m = metadata();
     std::list<std::string> regions;
     PhoneNumberUtil::GetInstance()->GetRegionCodesForCountryCallingCode(cc, &regions);
