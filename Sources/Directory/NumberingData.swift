@@ -17,8 +17,15 @@ import Synchronization
 // @unchecked: the raw tables are written in init, and each calling code's once, under its
 // builder's lock, before its ready flag is released; they are only read otherwise.
 public final class NumberingData: @unchecked Sendable {
-    /// The data of the libphonenumber this process is linked with.
-    public static let installed: NumberingData = NumberingData()
+    /// The data of the installed libphonenumber: from the numbering cache when it holds the
+    /// current library's (no libphonenumber loaded), else from the library itself.
+    public static let installed: NumberingData = {
+        let (snapshot, source) = NumberingCache.load(folder: NumberingCache.defaultFolder)
+        return NumberingData(snapshot, source: source)
+    }()
+
+    /// Where the metadata came from in this process (`lookupd --version` says).
+    public let source: NumberingCache.Source
 
     let territories: [Territory]
     /// Region code (`CN`) to territory index; non-geographic entities are not listed.
@@ -49,18 +56,16 @@ public final class NumberingData: @unchecked Sendable {
     /// Region codes of every geographic region, sorted.
     public var regions: [String] { regionIndex.keys.sorted() }
 
-    private init() {
-        var size = 0
-        let bytes = lookupd_pn_metadata_bytes(&size)
-        fingerprint = bytes.map { XXH64.hash(UnsafeRawBufferPointer(start: $0, count: size)) } ?? 0
-        libraryPath = String(cString: lookupd_pn_library_path())
+    init(_ snapshot: MetadataSnapshot, source: NumberingCache.Source) {
+        self.source = source
+        fingerprint = snapshot.fingerprint
+        libraryPath = snapshot.libraryPath
         var problems: [String] = []
-        if lookupd_pn_metadata_ok() == 0 { problems.append("libphonenumber's metadata could not be read") }
+        if !snapshot.ok { problems.append("libphonenumber's metadata could not be read") }
         var territories: [Territory] = []
         var regionIndex: [String: Int] = [:]
-        let count = Int(lookupd_pn_territory_count())
-        for t in 0..<count {
-            let territory = Territory(index: t, problems: &problems)
+        for (t, record) in snapshot.territories.enumerated() {
+            let territory = Territory(index: t, record: record, problems: &problems)
             if territory.id != "001" { regionIndex[territory.id] = t }
             territories.append(territory)
         }
@@ -304,6 +309,8 @@ final class Territory: Sendable {
     let internationalPrefixForDisplay: String?
     let nationalPrefix: String?
     let nationalPrefixForParsingPattern: String?
+    /// The leading digits that pick this region among its calling code's (a pattern).
+    let leadingDigits: String?
     /// Descriptions by `LOOKUPD_PN_*` index: pattern (nil when absent), lengths, examples.
     let descriptions: [Description]
 
@@ -324,11 +331,11 @@ final class Territory: Sendable {
     }
 
 
-    init(index t: Int, problems: inout [String]) {
-        func text(_ field: Int32) -> String? { lookupd_pn_territory_text(Int32(t), field).map { String(cString: $0) } }
+    init(index t: Int, record: MetadataSnapshot.TerritoryRecord, problems: inout [String]) {
+        func text(_ field: Int32) -> String? { record.texts[Int(field)] }
         id = text(Int32(LOOKUPD_PN_ID)) ?? "?"
-        let countryCode = Int(lookupd_pn_territory_country_code(Int32(t)))
-        let flags = lookupd_pn_territory_flags(Int32(t))
+        let countryCode = Int(record.countryCode)
+        let flags = record.flags
         sameMobileAndFixedLinePattern = flags & 2 != 0
         let name = id == "001" ? "+\(countryCode)" : id
         func program(_ pattern: String?) -> DigitProgram? {
@@ -350,20 +357,15 @@ final class Territory: Sendable {
         nationalPrefix = text(Int32(LOOKUPD_PN_NATIONAL_PREFIX))
         nationalPrefixForParsingPattern = text(Int32(LOOKUPD_PN_NATIONAL_PREFIX_FOR_PARSING))
         var descriptions: [Description] = []
+        leadingDigits = text(Int32(LOOKUPD_PN_LEADING_DIGITS))
         for d in 0..<Int(LOOKUPD_PN_DESC_COUNT) {
-            let pattern = lookupd_pn_desc_pattern(Int32(t), Int32(d)).map { String(cString: $0) }
-            var buffer = [Int32](repeating: 0, count: 32)
-            let n = Int(lookupd_pn_desc_lengths(Int32(t), Int32(d), 0, &buffer, 32))
-            let lengths: LengthSet? = n == 0 ? nil : LengthSet(Array(buffer.prefix(n)))
-            let example = lookupd_pn_desc_example(Int32(t), Int32(d)).map { String(cString: $0) }
-            descriptions.append(Description(pattern: pattern, lengths: lengths, example: example))
+            let lengths: LengthSet? = record.lengths[d].isEmpty ? nil : LengthSet(record.lengths[d])
+            descriptions.append(Description(pattern: record.patterns[d], lengths: lengths, example: record.examples[d]))
         }
         self.descriptions = descriptions
-        var local = [Int32](repeating: 0, count: 32)
-        let nl = Int(lookupd_pn_desc_lengths(Int32(t), Int32(LOOKUPD_PN_GENERAL), 1, &local, 32))
         facts = TerritoryFacts(index: t, countryCode: countryCode, slot: -1, isMainCountry: flags & 1 != 0,
                                possibleLengths: descriptions[Int(LOOKUPD_PN_GENERAL)].lengths ?? LengthSet(bits: 0),
-                               localOnlyLengths: LengthSet(Array(local.prefix(nl))),
+                               localOnlyLengths: LengthSet(record.localOnlyLengths),
                                internationalPrefix: program(internationalPrefixPattern),
                                nationalPrefixForParsing: program(nationalPrefixForParsingPattern),
                                transformRule: text(Int32(LOOKUPD_PN_NATIONAL_PREFIX_TRANSFORM_RULE)).flatMap(Territory.parseTransform))
@@ -543,8 +545,7 @@ final class CallingCode: Sendable {
             }
             parts.fixedLine = add(Int32(LOOKUPD_PN_FIXED_LINE))
             parts.mobile = add(Int32(LOOKUPD_PN_MOBILE))
-            if let leading = lookupd_pn_territory_text(Int32(t), Int32(LOOKUPD_PN_LEADING_DIGITS)).map({ String(cString: $0) }),
-               !leading.isEmpty {
+            if let leading = territory.leadingDigits, !leading.isEmpty {
                 do {
                     components.append(Component(dfa: try compile(leading, prefixMatch: true), lengths: nil))
                     parts.leading = components.count - 1

@@ -57,6 +57,11 @@ case "--version", "-V":
     // Where the numbering plans come from (docs/NUMBERING.md "Data freshness").
     let numbering = NumberingData.installed
     out.append("numbering plans: \(numbering.versionDescription) (\(numbering.libraryPath))\n")
+    switch numbering.source {
+    case .cache(let path): out.append("numbering cache: read \(path)\n")
+    case .library(let path?, let note): out.append("numbering cache: written \(path) (\(note ?? "absent"))\n")
+    case .library(nil, let note): out.append("numbering cache: none (\(note ?? "no folder"))\n")
+    }
     // Every calling code's rules, read now: a newer library whose rules lookupd cannot read
     // shows here (and the numbers under such a rule may be judged wrongly).
     numbering.prepareAll()

@@ -92,12 +92,43 @@ final class NumberingCommandTests: CLITestCase {
         XCTAssertTrue(r.stdout.hasPrefix("9 44 20 7946 0000\t+442079460000\tidentified\tLondon Office"), r.stdout)
     }
 
+    /// A query with the numbering cache in place loads no libphonenumber (the loader's own
+    /// list of the objects it maps, LD_DEBUG=files), and answers as the library-fed run did;
+    /// a damaged cache is not read but rewritten.
+    func testAWarmQueryLoadsNoLibphonenumber() throws {
+        let directory = try compileCSV("number,action,label\n+8613800138000,block,Fraud Risk\n", to: "D.lkd")
+        let environment = ["CACHE_DIRECTORY": file("cache"), "LD_DEBUG": "files"]
+        let query = ["query", "--country", "CN", "--directory", directory, "+8613800138000", "138 0013 8000", "+1 200 555 0143"]
+        let cold = try lookupd(query, environment: environment)
+        XCTAssertEqual(cold.status, 0, cold.stderr)
+        XCTAssertTrue(cold.stderr.contains("liblookupd-phonenumbers.so"), "LD_DEBUG names the bridge when it is loaded")
+        XCTAssertTrue(cold.stderr.contains("libphonenumber.so"))
+        let cache = file("cache/numbering-v1.cache")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: cache))
+        let warm = try lookupd(query, environment: environment)
+        XCTAssertEqual(warm.status, 0, warm.stderr)
+        XCTAssertEqual(warm.stdout, cold.stdout)
+        XCTAssertFalse(warm.stderr.contains("libphonenumber"), "a warm query loaded libphonenumber")
+        XCTAssertFalse(warm.stderr.contains("liblookupd-phonenumbers"), "a warm query loaded the bridge")
+        XCTAssertFalse(warm.stderr.contains("libprotobuf") || warm.stderr.contains("libicu"))
+
+        var bytes = try XCTUnwrap(FileManager.default.contents(atPath: cache))
+        bytes[bytes.count / 2] ^= 0x20
+        try bytes.write(to: URL(fileURLWithPath: cache))
+        let damaged = try lookupd(query, environment: environment)
+        XCTAssertEqual(damaged.stdout, cold.stdout)
+        XCTAssertTrue(damaged.stderr.contains("libphonenumber.so"), "a damaged cache was read")
+        let version = try lookupd(["--version"], environment: ["CACHE_DIRECTORY": file("cache")])
+        XCTAssertTrue(version.stdout.contains("numbering cache: read \(cache)\n"), version.stdout)
+    }
+
     func testVersionNamesTheDataInUse() throws {
         let r = try lookupd(["--version"])
         let lines = r.stdout.split(separator: "\n")
-        XCTAssertEqual(lines.count, 3, r.stdout)
+        XCTAssertEqual(lines.count, 4, r.stdout)
         XCTAssertTrue(lines[1].hasPrefix("numbering plans: libphonenumber.so"), r.stdout)
         XCTAssertTrue(lines[1].contains(" regions, metadata "), r.stdout)
-        XCTAssertTrue(lines[2].hasPrefix("carrier names: python3-phonenumbers "), r.stdout)
+        XCTAssertTrue(lines[2].hasPrefix("numbering cache: "), r.stdout)
+        XCTAssertTrue(lines[3].hasPrefix("carrier names: python3-phonenumbers "), r.stdout)
     }
 }
