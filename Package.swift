@@ -61,7 +61,9 @@ let package = Package(
             ]
         ),
         // lookupd update (docs/FEEDS.md): Debian's libcurl, zlib, libzip and libcrypto.
-        .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // libcurl (Debian libcurl4-openssl-dev): curl.h at build time, the library opened with
+        // dlopen by the first process that downloads (lookupd update, etcd), not linked.
+        .target(name: "CCurl"),
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CZip", path: "Sources/CZip", pkgConfig: "libzip", providers: [.apt(["libzip-dev"])]),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),

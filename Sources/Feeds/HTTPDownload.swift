@@ -37,22 +37,22 @@ struct Download: Equatable {
 /// Threading: one transfer per call; the calling thread blocks until it ends.
 enum HTTPDownload {
     /// Per process, before any other libcurl call, while only one thread runs.
-    private static let initialized: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+    private static let initialized: Bool = ccurl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
 
     /// Downloads `url` into `destination` (created or truncated).
     static func get(_ url: String, to destination: String, validators: Validators?, timeout: Int, maxSize: Int64,
                     userAgent: String) throws(FeedError) -> DownloadOutcome {
-        guard initialized, let handle = curl_easy_init() else { throw FeedError("cannot initialize libcurl") }
-        defer { curl_easy_cleanup(handle) }
+        guard initialized, let handle = ccurl_easy_init() else { throw FeedError(String(cString: ccurl_problem())) }
+        defer { ccurl_easy_cleanup(handle) }
         let fd = try FileOperations.create(destination)
         let sink = TransferSink(fd: fd, maxSize: maxSize)
         defer { fd.close() }
 
         var headers: UnsafeMutablePointer<curl_slist>? = nil
-        defer { curl_slist_free_all(headers) }
+        defer { ccurl_slist_free_all(headers) }
         if let validators {
-            if !validators.etag.isEmpty { headers = curl_slist_append(headers, "If-None-Match: \(validators.etag)") }
-            if !validators.lastModified.isEmpty { headers = curl_slist_append(headers, "If-Modified-Since: \(validators.lastModified)") }
+            if !validators.etag.isEmpty { headers = ccurl_slist_append(headers, "If-None-Match: \(validators.etag)") }
+            if !validators.lastModified.isEmpty { headers = ccurl_slist_append(headers, "If-Modified-Since: \(validators.lastModified)") }
         }
         let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
@@ -86,9 +86,9 @@ enum HTTPDownload {
             Unmanaged<TransferSink>.fromOpaque(context!).takeUnretainedValue().header(data!, size * count)
         }))
         set(ccurl_set_pointer(handle, CURLOPT_HEADERDATA, context))
-        guard rc == CURLE_OK else { throw FeedError("cannot set up the request: \(String(cString: curl_easy_strerror(rc)))") }
+        guard rc == CURLE_OK else { throw FeedError("cannot set up the request: \(String(cString: ccurl_easy_strerror(rc)))") }
 
-        let result = curl_easy_perform(handle)
+        let result = ccurl_easy_perform(handle)
         var status = 0
         ccurl_get_long(handle, CURLINFO_RESPONSE_CODE, &status)
         if sink.tooLarge || result == CURLE_FILESIZE_EXCEEDED {
@@ -99,7 +99,7 @@ enum HTTPDownload {
         }
         guard result == CURLE_OK else {
             let detail = String(cString: errorBuffer)
-            let text = detail.isEmpty ? String(cString: curl_easy_strerror(result)) : detail
+            let text = detail.isEmpty ? String(cString: ccurl_easy_strerror(result)) : detail
             switch result {
             case CURLE_OPERATION_TIMEDOUT:
                 throw FeedError("download timed out after \(timeout) s (timeout=\(timeout)) after \(sink.bytes) bytes: \(text)")

@@ -73,11 +73,11 @@ public final class EtcdClient {
         credentials = try config.tokenFile.map { path throws(EtcdFailure) in try EtcdCredentials.read(path) }
     }
 
-    deinit { for handle in handles.values { curl_easy_cleanup(handle) } }
+    deinit { for handle in handles.values { ccurl_easy_cleanup(handle) } }
 
     private func handle(_ endpoint: String) -> UnsafeMutableRawPointer? {
         if let handle = handles[endpoint] { return handle }
-        guard EtcdTransfer.initialized, let handle = curl_easy_init() else { return nil }
+        guard EtcdTransfer.initialized, let handle = ccurl_easy_init() else { return nil }
         handles[endpoint] = handle
         return handle
     }
@@ -102,7 +102,7 @@ public final class EtcdClient {
                 // not use up the whole time: leave some for the others.
                 guard let transfer = EtcdTransfer(endpoint: endpoint, path: path, json: json, token: token, timeout: min(remaining, 2.0),
                                                   reusing: handle(endpoint)) else {
-                    throw EtcdFailure(kind: .unavailable, attempts: ["cannot initialize libcurl"], mayHaveApplied: false)
+                    throw EtcdFailure(kind: .unavailable, attempts: [String(cString: ccurl_problem())], mayHaveApplied: false)
                 }
                 switch transfer.perform() {
                 case .ok(let answer):

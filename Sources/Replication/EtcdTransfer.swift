@@ -16,7 +16,7 @@ import TextFormats
 final class EtcdTransfer {
     /// Per process, before any other libcurl call, while only one thread
     /// runs (Service.init and the CLI call it first).
-    static let initialized: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+    static let initialized: Bool = ccurl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
 
     let endpoint: String
     let path: String
@@ -39,8 +39,8 @@ final class EtcdTransfer {
     /// member is used again (it is reset, and not cleaned up here).
     init?(endpoint: String, path: String, json: String, token: String?, timeout: Double, connectTimeout: Double = 1.5,
           reusing: UnsafeMutableRawPointer? = nil) {
-        guard EtcdTransfer.initialized, let handle = reusing ?? curl_easy_init() else { return nil }
-        if reusing != nil { curl_easy_reset(handle) }
+        guard EtcdTransfer.initialized, let handle = reusing ?? ccurl_easy_init() else { return nil }
+        if reusing != nil { ccurl_easy_reset(handle) }
         ownsHandle = reusing == nil
         self.endpoint = endpoint
         self.path = path
@@ -48,15 +48,15 @@ final class EtcdTransfer {
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
 
-        headers = curl_slist_append(headers, "Content-Type: application/json")
+        headers = ccurl_slist_append(headers, "Content-Type: application/json")
         // No 100-continue round trip for larger bodies.
-        headers = curl_slist_append(headers, "Expect:")
+        headers = ccurl_slist_append(headers, "Expect:")
         // gRPC metadata through the gateway: a member that has lost its
         // leader answers at once ("no leader") instead of waiting, so the
         // client moves to a member that has one. (Its open watches stay
         // open, quiet: the engine's probe notices those.)
-        headers = curl_slist_append(headers, "Grpc-Metadata-hasleader: true")
-        if let token { headers = curl_slist_append(headers, "Authorization: \(token)") }
+        headers = ccurl_slist_append(headers, "Grpc-Metadata-hasleader: true")
+        if let token { headers = ccurl_slist_append(headers, "Authorization: \(token)") }
 
         (endpoint + path).withCString { _ = ccurl_set_pointer(handle, CURLOPT_URL, $0) }
         "http,https".withCString { _ = ccurl_set_pointer(handle, CURLOPT_PROTOCOLS_STR, $0) }
@@ -81,8 +81,8 @@ final class EtcdTransfer {
     }
 
     deinit {
-        if ownsHandle { curl_easy_cleanup(handle) }
-        curl_slist_free_all(headers)
+        if ownsHandle { ccurl_easy_cleanup(handle) }
+        ccurl_slist_free_all(headers)
         errorBuffer.deallocate()
     }
 
@@ -99,7 +99,7 @@ final class EtcdTransfer {
     }
 
     /// Runs the call to its end on this thread.
-    func perform() -> EtcdReply { finish(curl_easy_perform(handle)) }
+    func perform() -> EtcdReply { finish(ccurl_easy_perform(handle)) }
 
     /// The outcome once libcurl reports the transfer done with `code`.
     func finish(_ code: CURLcode) -> EtcdReply {
@@ -107,7 +107,7 @@ final class EtcdTransfer {
         ccurl_get_long(handle, CURLINFO_RESPONSE_CODE, &status)
         guard code == CURLE_OK else {
             let detail = String(cString: errorBuffer)
-            var text = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+            var text = detail.isEmpty ? String(cString: ccurl_easy_strerror(code)) : detail
             // Short, stable texts for the common cases (curl's carry times).
             if code == CURLE_COULDNT_CONNECT { text = "cannot connect" }
             if code == CURLE_OPERATION_TIMEDOUT { text = "no answer in time" }

@@ -104,10 +104,10 @@ public final class ReplicationEngine: @unchecked Sendable {
         do { credentials = try config.tokenFile.map { path throws(EtcdFailure) in try EtcdCredentials.read(path) } } catch {
             throw ReplicationStartError(description: "replicate: \(error)")
         }
-        guard EtcdTransfer.initialized, let multi = curl_multi_init() else { throw ReplicationStartError(description: "cannot initialize libcurl") }
+        guard EtcdTransfer.initialized, let multi = ccurl_multi_init() else { throw ReplicationStartError(description: String(cString: ccurl_problem())) }
         let folder = ReplicaFormat.folder(stateDirectory: stateDirectory)
         do { lock = try ReplicaStore.lockFolder(folder) } catch {
-            curl_multi_cleanup(multi)
+            ccurl_multi_cleanup(multi)
             throw ReplicationStartError(description: error.description)
         }
         self.multi = multi
@@ -126,9 +126,9 @@ public final class ReplicationEngine: @unchecked Sendable {
     }
 
     deinit {
-        for (handle, _) in transfers { curl_multi_remove_handle(multi, handle) }
+        for (handle, _) in transfers { ccurl_multi_remove_handle(multi, handle) }
         transfers = [:]
-        curl_multi_cleanup(multi)
+        ccurl_multi_cleanup(multi)
         if !released { lock.close() }
     }
 
@@ -145,7 +145,7 @@ public final class ReplicationEngine: @unchecked Sendable {
     /// Makes `run` return soon; from any thread.
     public func stop() {
         stopping.store(true, ordering: .releasing)
-        curl_multi_wakeup(multi)
+        ccurl_multi_wakeup(multi)
     }
 
     /// The thread's body: runs until `stop`.
@@ -155,7 +155,7 @@ public final class ReplicationEngine: @unchecked Sendable {
             let now = monotonicSeconds()
             schedule(now)
             var running: Int32 = 0
-            curl_multi_perform(multi, &running)
+            ccurl_multi_perform(multi, &running)
             finishTransfers()
             var changed: [(name: String, state: ReplicaState)] = []
             var made: [Int64] = []
@@ -175,11 +175,11 @@ public final class ReplicationEngine: @unchecked Sendable {
             // In force first, on disk next: a sync stalled by a busy disk
             // does not hold the change back.
             for channel in channels where channel.store.unsynced { sync(channel) }
-            curl_multi_poll(multi, nil, 0, pollTimeout(monotonicSeconds()), nil)
+            ccurl_multi_poll(multi, nil, 0, pollTimeout(monotonicSeconds()), nil)
         }
         // Stopped: close the connections and let a successor (a reload)
         // take the layers at once, whoever still holds this object.
-        for (handle, _) in transfers { curl_multi_remove_handle(multi, handle) }
+        for (handle, _) in transfers { ccurl_multi_remove_handle(multi, handle) }
         transfers = [:]
         for channel in channels { channel.watch = nil; channel.probe = nil; channel.snapshot = nil }
         lock.close()
@@ -231,11 +231,11 @@ public final class ReplicationEngine: @unchecked Sendable {
 
     private func add(_ transfer: EtcdTransfer, _ channel: Channel?, _ kind: Kind) {
         transfers[transfer.handle] = (transfer, channel, kind)
-        curl_multi_add_handle(multi, transfer.handle)
+        ccurl_multi_add_handle(multi, transfer.handle)
     }
 
     private func remove(_ transfer: EtcdTransfer) {
-        curl_multi_remove_handle(multi, transfer.handle)
+        ccurl_multi_remove_handle(multi, transfer.handle)
         transfers[transfer.handle] = nil
     }
 
@@ -331,7 +331,7 @@ public final class ReplicationEngine: @unchecked Sendable {
 
     private func finishTransfers() {
         var left: Int32 = 0
-        while let message = curl_multi_info_read(multi, &left) {
+        while let message = ccurl_multi_info_read(multi, &left) {
             guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle,
                   let entry = transfers[handle] else { continue }
             let code = message.pointee.data.result
