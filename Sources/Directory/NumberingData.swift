@@ -35,8 +35,16 @@ public final class NumberingData: @unchecked Sendable {
     private let members: [[Int]?]
     // The hot path's tables: plain values in memory allocated once for the process, read
     // without reference counting or locks.
-    /// Per territory, what reading a number needs.
+    /// Per territory, what reading a number needs. Its prefix programs (the exit prefix and
+    /// the national prefix for parsing, compiled from patterns) are compiled the first time
+    /// the territory's facts are asked for: a process reads the numbers of a few regions, and
+    /// compiling all 245 territories' costed some 7.6 million instructions per process, an
+    /// eighth of a warm `lookupd query` (docs/BENCHMARKS.md "Start-up"). `factsState` 0 not
+    /// yet, 1 being compiled, 2 compiled, published as `codeState` is; `factsProblems` holds
+    /// what did not compile, written before the state turns 2.
     private let factsTable: UnsafeMutablePointer<TerritoryFacts>
+    private let factsState: UnsafeMutablePointer<Atomic<UInt8>>
+    private let factsProblems: UnsafeMutablePointer<[String]>
     /// Per calling code, its main territory (-1: no country has the code).
     private let mainOf: UnsafeMutablePointer<Int32>
     /// Per calling code, its automata once built: `codeState` 0 not yet, 1 being built, 2
@@ -49,8 +57,9 @@ public final class NumberingData: @unchecked Sendable {
     public let fingerprint: UInt64
     /// Where the library was loaded from.
     public let libraryPath: String
-    /// Patterns lookupd could not compile (a construct newer than this reader), as
-    /// "REGION: problem". Numbers of those regions are read with what remains.
+    /// Problems found reading the metadata itself; the patterns that did not compile are in
+    /// `buildProblems`, as "REGION: problem" (numbers of those regions are read with what
+    /// remains).
     public let problems: [String]
 
     /// Region codes of every geographic region, sorted.
@@ -65,7 +74,7 @@ public final class NumberingData: @unchecked Sendable {
         var territories: [Territory] = []
         var regionIndex: [String: Int] = [:]
         for (t, record) in snapshot.territories.enumerated() {
-            let territory = Territory(index: t, record: record, problems: &problems)
+            let territory = Territory(index: t, record: record)
             if territory.id != "001" { regionIndex[territory.id] = t }
             territories.append(territory)
         }
@@ -86,10 +95,14 @@ public final class NumberingData: @unchecked Sendable {
         }
         self.slots = slots
         factsTable = .allocate(capacity: max(territories.count, 1))
+        factsState = .allocate(capacity: max(territories.count, 1))
+        factsProblems = .allocate(capacity: max(territories.count, 1))
         for t in territories {
             var facts = t.facts
             facts.slot = slots[t.index]
             (factsTable + t.index).initialize(to: facts)
+            (factsState + t.index).initialize(to: Atomic(0))
+            (factsProblems + t.index).initialize(to: [])
         }
         self.territories = territories
         self.regionIndex = regionIndex
@@ -134,9 +147,27 @@ public final class NumberingData: @unchecked Sendable {
         cc > 0 && cc < 1000 && mainOf[cc] >= 0
     }
 
-    /// What reading a number of territory `t` needs.
+    /// What reading a number of territory `t` needs, its prefix programs compiled the first
+    /// time any thread asks (as `callingCode` builds).
     @inline(__always)
-    func facts(_ t: Int) -> TerritoryFacts { factsTable[t] }
+    func facts(_ t: Int) -> TerritoryFacts {
+        if factsState[t].load(ordering: .acquiring) == 2 { return factsTable[t] }
+        return compileFacts(t)
+    }
+
+    private func compileFacts(_ t: Int) -> TerritoryFacts {
+        if factsState[t].compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged {
+            let territory = territories[t]
+            var problems: [String] = []
+            factsTable[t].internationalPrefix = territory.program(territory.internationalPrefixPattern, problems: &problems)
+            factsTable[t].nationalPrefixForParsing = territory.program(territory.nationalPrefixForParsingPattern, problems: &problems)
+            factsProblems[t] = problems
+            factsState[t].store(2, ordering: .releasing)
+        } else {
+            while factsState[t].load(ordering: .acquiring) != 2 { sched_yield() }
+        }
+        return factsTable[t]
+    }
 
     /// The main territory's index of calling code `cc` (US for 1), nil for an unknown code.
     @inline(__always)
@@ -212,15 +243,19 @@ public final class NumberingData: @unchecked Sendable {
         }
     }
 
-    /// Builds every calling code's automata now (about 100 ms; `lookupd --version` does, to
-    /// report `buildProblems`).
+    /// Builds every calling code's automata and every territory's prefix programs now (about
+    /// 100 ms; `lookupd --version` does, to report `buildProblems`).
     public func prepareAll() {
+        for t in territories.indices { _ = facts(t) }
         for cc in 1..<1000 { _ = callingCode(cc) }
     }
 
-    /// Compilation problems found so far, in the territories built (all after `prepareAll`).
+    /// Compilation problems found so far, in the territories and calling codes built (all
+    /// after `prepareAll`).
     public var buildProblems: [String] {
-        problems + (1..<1000).flatMap { cc -> [String] in
+        problems + territories.indices.flatMap { t -> [String] in
+            factsState[t].load(ordering: .acquiring) == 2 ? factsProblems[t] : []
+        } + (1..<1000).flatMap { cc -> [String] in
             guard codeState[cc].load(ordering: .acquiring) == 2, let code = codeObjects[cc] else { return [] }
             return code.takeUnretainedValue().problems
         }
@@ -319,8 +354,6 @@ final class Territory: Sendable {
     var isMainCountry: Bool { facts.isMainCountry }
     var possibleLengths: LengthSet { facts.possibleLengths }
     var localOnlyLengths: LengthSet { facts.localOnlyLengths }
-    var internationalPrefix: DigitProgram? { facts.internationalPrefix }
-    var nationalPrefixForParsing: DigitProgram? { facts.nationalPrefixForParsing }
     var transformRule: TransformRule? { facts.transformRule }
 
     struct Description: Sendable {
@@ -331,20 +364,12 @@ final class Territory: Sendable {
     }
 
 
-    init(index t: Int, record: MetadataSnapshot.TerritoryRecord, problems: inout [String]) {
+    init(index t: Int, record: MetadataSnapshot.TerritoryRecord) {
         func text(_ field: Int32) -> String? { record.texts[Int(field)] }
         id = text(Int32(LOOKUPD_PN_ID)) ?? "?"
         let countryCode = Int(record.countryCode)
         let flags = record.flags
         sameMobileAndFixedLinePattern = flags & 2 != 0
-        let name = id == "001" ? "+\(countryCode)" : id
-        func program(_ pattern: String?) -> DigitProgram? {
-            guard let pattern, !pattern.isEmpty else { return nil }
-            do { return DigitProgram(try ParsedPattern(pattern)) } catch {
-                problems.append("\(name): \(error)")
-                return nil
-            }
-        }
         internationalPrefixPattern = text(Int32(LOOKUPD_PN_INTERNATIONAL_PREFIX))
         let preferred = text(Int32(LOOKUPD_PN_PREFERRED_INTERNATIONAL_PREFIX))
         if let preferred {
@@ -363,12 +388,22 @@ final class Territory: Sendable {
             descriptions.append(Description(pattern: record.patterns[d], lengths: lengths, example: record.examples[d]))
         }
         self.descriptions = descriptions
+        // The prefix programs are compiled on first use (NumberingData.facts).
         facts = TerritoryFacts(index: t, countryCode: countryCode, slot: -1, isMainCountry: flags & 1 != 0,
                                possibleLengths: descriptions[Int(LOOKUPD_PN_GENERAL)].lengths ?? LengthSet(bits: 0),
                                localOnlyLengths: LengthSet(record.localOnlyLengths),
-                               internationalPrefix: program(internationalPrefixPattern),
-                               nationalPrefixForParsing: program(nationalPrefixForParsingPattern),
+                               internationalPrefix: nil, nationalPrefixForParsing: nil,
                                transformRule: text(Int32(LOOKUPD_PN_NATIONAL_PREFIX_TRANSFORM_RULE)).flatMap(Territory.parseTransform))
+    }
+
+    /// A prefix pattern compiled (NumberingData.facts does, on first use); nil when absent or
+    /// beyond this reader, with the problem noted.
+    func program(_ pattern: String?, problems: inout [String]) -> DigitProgram? {
+        guard let pattern, !pattern.isEmpty else { return nil }
+        do { return DigitProgram(try ParsedPattern(pattern)) } catch {
+            problems.append("\(id == "001" ? "+\(countryCode)" : id): \(error)")
+            return nil
+        }
     }
 
     /// `9$1` or `9\1`: digits and group references.
@@ -420,8 +455,9 @@ struct TerritoryFacts: Sendable {
     let isMainCountry: Bool
     let possibleLengths: LengthSet
     let localOnlyLengths: LengthSet
-    let internationalPrefix: DigitProgram?
-    let nationalPrefixForParsing: DigitProgram?
+    /// Compiled on first use (NumberingData.facts); nil in `Territory.facts`.
+    var internationalPrefix: DigitProgram?
+    var nationalPrefixForParsing: DigitProgram?
     let transformRule: TransformRule?
 
     /// libphonenumber's TestNumberLength for numbers of any type.
