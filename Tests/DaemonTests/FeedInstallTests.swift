@@ -12,7 +12,7 @@ final class FeedInstallTests: DaemonTestCase {
         defer { server.stop() }
         try compile(Lists.directoryCSV, to: "spam.lkd")
         server.publish("spam.csv", ReloadTests.directoryV2)
-        let daemon = try startDaemon(["log-level = notice", "feed = spam \(server.url("f/spam.csv")) into=spam.lkd"],
+        let daemon = try startDaemon(["log-level = notice", "directory-copy = yes", "feed = spam \(server.url("f/spam.csv")) into=spam.lkd"],
                                      directories: ["spam.lkd name=spam"])
         let port = daemon.port
 
@@ -79,7 +79,8 @@ final class FeedInstallTests: DaemonTestCase {
     }
 
     /// D7: an update installs a list but the daemon refuses the reload (its state disk is
-    /// full: ENOSPC injected into its private copy through LOOKUPD_TEST_FAULTS). The next run
+    /// full: ENOSPC injected into its private copy through LOOKUPD_TEST_FAULTS, so the daemon
+    /// runs with directory-copy = yes: without the copy a reload writes nothing). The next run
     /// finds the feed unchanged (304) and still asks the daemon again, which then loads it;
     /// the run after that has nothing waiting. A stale temporary of a killed update (D9) is
     /// removed by the next run even when nothing is downloaded.
@@ -89,7 +90,7 @@ final class FeedInstallTests: DaemonTestCase {
         try compile(Lists.directoryCSV, to: "spam.lkd")
         server.publish("spam.csv", ReloadTests.directoryV2)
         // The start copies spam.lkd once; the first reload's copy finds the disk full.
-        let daemon = try startDaemon(["log-level = notice", "feed = spam \(server.url("f/spam.csv")) into=spam.lkd"],
+        let daemon = try startDaemon(["log-level = notice", "directory-copy = yes", "feed = spam \(server.url("f/spam.csv")) into=spam.lkd"],
                                      directories: ["spam.lkd name=spam"],
                                      environment: ["LOOKUPD_TEST_FAULTS": "copy_file_range:ENOSPC:skip=1:times=1"])
         let peer = try UDPPeer()
