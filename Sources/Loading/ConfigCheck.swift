@@ -26,6 +26,9 @@ public struct ConfigCheck {
     public private(set) var warnings: [Diagnostic] = []
     public private(set) var config: LookupdConfig?
     public private(set) var directories: [DirectoryLine] = []
+    /// How many callees' block lists of `blocks-dir` loaded (nil: no blocks-dir, or it could
+    /// not be read).
+    public private(set) var calleeBlockLists: Int?
 
     public var sound: Bool { errors.isEmpty && problems.isEmpty }
 
@@ -58,7 +61,9 @@ public struct ConfigCheck {
         }
         // Contacts, contacts-dir and the rest of what serving loads, read as the daemon reads them.
         do {
-            warnings = try ScreeningLoader.load(config, verify: false).warnings
+            let loaded = try ScreeningLoader.load(config, verify: false)
+            warnings = loaded.warnings
+            if config.blocksDirectory != nil { calleeBlockLists = loaded.set.calleeBlocks.lists.count }
         } catch {
             let text = "\(error)"
             if !problems.contains(where: { text.contains($0) || $0.contains(text) }) { problems.append(text) }
@@ -106,6 +111,9 @@ public struct ConfigCheck {
         if !config.contacts.isEmpty || config.contactsDirectory != nil {
             out += "contacts: \(config.contacts.joined(separator: ", "))\(config.contactsDirectory.map { " and \($0)/" } ?? "")\n"
         }
+        if let folder = config.blocksDirectory {
+            out += "blocks-dir: \(folder)/: \(Self.plural(calleeBlockLists ?? 0, "callee list")) loaded\n"
+        }
         return out
     }
 
@@ -138,6 +146,8 @@ public struct ConfigCheck {
         w.endArray()
         w.field("contacts", strings: config?.contacts ?? [])
         w.field("contacts_dir", config?.contactsDirectory)
+        w.field("blocks_dir", config?.blocksDirectory)
+        w.field("callee_block_lists", calleeBlockLists)
         w.endObject()
         return w.bytes
     }

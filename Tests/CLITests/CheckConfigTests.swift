@@ -104,4 +104,26 @@ final class CheckConfigTests: CLITestCase {
         XCTAssertEqual(directory["path"] as? String, good)
         XCTAssertTrue((o["numbering_plan"] as? String)?.hasPrefix("CN") ?? false, "\(o)")
     }
+
+    /// A blocks-dir is named with how many callees' lists loaded; a list with a bad line is
+    /// left out with a warning naming FILE:LINE, and the count says so.
+    func testBlocksDirIsReported() throws {
+        let good = try compileCSV("number,action,label\n+8613800138000,block,Fraud\n", to: "good.lkd")
+        let folder = file("blocks")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        _ = write("blocks/1001.csv", "number,action,label\n+8613800138001,block,Neighbour\n")
+        _ = write("blocks/1002.csv", "number,action,label\nnot a number,block,Oops\n")
+        let config = write("blocks.conf", "country = CN\ndirectory = \(good) name=good\nblocks-dir = \(folder)\nlisten = udp:127.0.0.1:5099\n")
+        var r = try lookupd(["check-config", "--config", config])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stdoutLines.contains("blocks-dir: \(folder)/: 1 callee list loaded"), r.stdout)
+        XCTAssertTrue(r.stderr.contains("1002.csv:2:"), r.stderr)
+        r = try lookupd(["check-config", "--json", "--config", config])
+        let o = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], r.stdout)
+        XCTAssertEqual(o["blocks_dir"] as? String, folder)
+        XCTAssertEqual(o["callee_block_lists"] as? Int, 1)
+        let without = write("plain.conf", "country = CN\ndirectory = \(good) name=good\n")
+        let p = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try lookupd(["check-config", "--json", "--config", without]).stdout.utf8)) as? [String: Any])
+        XCTAssertTrue(p["callee_block_lists"] is NSNull, "\(p)")
+    }
 }
