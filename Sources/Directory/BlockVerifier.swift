@@ -25,9 +25,11 @@ public final class BlockVerifier: @unchecked Sendable {
     let path: String
     let base: UnsafeRawPointer
     let layout: DirectoryLayout
-    private let shift: Int
-    /// One bit per data block, then one per block of the checksum table.
-    private let bits: UnsafeMutablePointer<Atomic<UInt64>>
+    let shift: Int
+    /// One bit per data block, then one per block of the checksum table. Read directly by
+    /// `DirectoryFile`'s lookups (see `isMarked(_:in:)`), which must not touch this object on
+    /// every key they read: its reference count is shared by every worker.
+    let bits: UnsafeMutablePointer<Atomic<UInt64>>
     private let wordCount: Int
     /// Data blocks verified so far (approximate under races: a block two
     /// threads verified at once may be counted twice, so it only decides
@@ -87,7 +89,11 @@ public final class BlockVerifier: @unchecked Sendable {
     }
 
     @inline(__always)
-    private func isMarked(_ bit: Int) -> Bool {
+    private func isMarked(_ bit: Int) -> Bool { BlockVerifier.isMarked(bit, in: bits) }
+
+    /// Whether data block `bit` (or table block) is verified, from the bitmap alone.
+    @inline(__always)
+    static func isMarked(_ bit: Int, in bits: UnsafeMutablePointer<Atomic<UInt64>>) -> Bool {
         bits[bit >> 6].load(ordering: .acquiring) & (1 << UInt64(bit & 63)) != 0
     }
 
