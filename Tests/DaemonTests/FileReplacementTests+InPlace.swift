@@ -12,11 +12,12 @@ import XCTest
 /// from that directory within a second, and must serve again the good file
 /// someone installs (by rename) without being told.
 extension FileReplacementTests {
-    /// Generated entries besides the fixture's: enough pages that a cut at half the file
-    /// takes away keys, values and labels that lookups need.
-    static let generatedCount = 50_000
+    /// Generated entries besides the fixture's: a million, as issue 19 asks of this test (a
+    /// cut at half the file takes away keys, values and labels that lookups need).
+    static let generatedCount = 1_000_000
 
-    static func generatedNumber(_ i: Int) -> String { "+86150" + String(format: "%08d", i * 499) }
+    /// Distinct, scattered, and inside China's 11-digit mobile range (i * 97 < 10^8).
+    static func generatedNumber(_ i: Int) -> String { "+86150" + String(format: "%08d", i * 97) }
 
     /// Every third entry blocks; labels differ between the versions so that each answer
     /// tells which file it came from.
@@ -58,9 +59,9 @@ extension FileReplacementTests {
         let daemon = try startDaemon(["log-level = notice", "unknown-response = 404", "directory-copy = \(copy ? "yes" : "no")"])
         let port = daemon.port
 
-        // Callers: one generated entry in 400 (spread through every section of the file),
+        // Callers: 125 generated entries spread through every section of the file,
         // the fixture's blocked and labelled ones, and a contact (never the directory's).
-        let generated = stride(from: 7, to: Self.generatedCount, by: 400).map { $0 }
+        let generated = stride(from: 7, to: Self.generatedCount, by: Self.generatedCount / 125).map { $0 }
         let fixture: [(String, (String, String?))] = [(Caller.fraud, ("603 Decline", "Fraud Risk")),
                                                      (Caller.pizza, ("302 Moved Temporarily", "Pizza Palace, Haidian"))]
         struct Call { var caller: String; var answers: [(String, String?)]; var contact: Bool }
@@ -90,7 +91,7 @@ extension FileReplacementTests {
         }
 
         // The phases: when each began, and which answers it allows once a second has passed.
-        enum Expect { case version(Int), unknown }
+        enum Expect { case version(Int), unknown, either }
         var phases: [(start: Double, expect: Expect, what: String)] = [(monotonicSeconds(), .version(1), "at start")]
         func phase(_ what: String, _ expect: Expect, _ change: () -> Void) {
             usleep(1_500_000)
@@ -102,10 +103,16 @@ extension FileReplacementTests {
             XCTAssertEqual(truncate(configured, off_t(size / 2)), 0)
         }
         if copy {
-            phase("version 2 renamed in and reloaded", .version(2)) {
+            // The reload makes and checks the copy of a million entries, which on a loaded
+            // machine can take longer than the second a phase allows: while it runs either
+            // version is right, and version 2 is required once the daemon says it is in force.
+            phase("version 2 renamed in, reload running", .either) {
                 XCTAssertEqual(rename(v2, configured), 0)
                 daemon.signal(SIGHUP)
             }
+            XCTAssertTrue(eventually(timeout: 60) { daemon.stderr.contains("reloaded (SIGHUP) generation 2 ") },
+                          "no reload: \(daemon.stderr.suffix(3000))")
+            phases.append((monotonicSeconds() - 1, .version(2), "version 2 reloaded"))
         } else {
             phase("version 2 renamed in", .version(2)) { XCTAssertEqual(rename(v2, configured), 0) }
             // The same bytes written again: what is tested is that a write is noticed (logged,
@@ -151,6 +158,7 @@ extension FileReplacementTests {
             switch phases[p].expect {
             case .version(let v): allowed = call.answers[v - 1]
             case .unknown: allowed = call.contact ? call.answers[0] : unknown
+            case .either: continue
             }
             if got != allowed { late[phases[p].what, default: 0] += 1 }
         }
