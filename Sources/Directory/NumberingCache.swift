@@ -251,7 +251,7 @@ public enum NumberingCache {
 }
 
 /// Little-endian fields; a string is its UTF-8 length (u32; 0xFFFF_FFFF: absent) and bytes.
-private struct ByteWriter {
+struct ByteWriter {
     var bytes: [UInt8] = []
     mutating func raw(_ b: [UInt8]) { bytes += b }
     mutating func u8(_ v: UInt8) { bytes.append(v) }

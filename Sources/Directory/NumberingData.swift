@@ -20,8 +20,9 @@ public final class NumberingData: @unchecked Sendable {
     /// The data of the installed libphonenumber: from the numbering cache when it holds the
     /// current library's (no libphonenumber loaded), else from the library itself.
     public static let installed: NumberingData = {
-        let (snapshot, source) = NumberingCache.load(folder: NumberingCache.defaultFolder)
-        return NumberingData(snapshot, source: source)
+        let folder = NumberingCache.defaultFolder
+        let (snapshot, source) = NumberingCache.load(folder: folder)
+        return NumberingData(snapshot, source: source, automataFolder: folder)
     }()
 
     /// Where the metadata came from in this process (`lookupd --version` says).
@@ -53,6 +54,11 @@ public final class NumberingData: @unchecked Sendable {
     private let codeState: UnsafeMutablePointer<Atomic<UInt8>>
     private let codeTables: UnsafeMutablePointer<CallingCodeTables>
     private let codeObjects: UnsafeMutablePointer<Unmanaged<CallingCode>?>
+    /// Per calling code, where its automata came from ("cache", "compiled (...)"), written
+    /// with `codeTables`.
+    private let codeOrigins: UnsafeMutablePointer<String?>
+    /// Where the automata cache is (AutomataCache); nil: every calling code is compiled.
+    let automataFolder: String?
     /// XXH64 of the metadata bytes: changes whenever the library's data does.
     public let fingerprint: UInt64
     /// Where the library was loaded from.
@@ -65,8 +71,9 @@ public final class NumberingData: @unchecked Sendable {
     /// Region codes of every geographic region, sorted.
     public var regions: [String] { regionIndex.keys.sorted() }
 
-    init(_ snapshot: MetadataSnapshot, source: NumberingCache.Source) {
+    init(_ snapshot: MetadataSnapshot, source: NumberingCache.Source, automataFolder: String? = nil) {
         self.source = source
+        self.automataFolder = automataFolder
         fingerprint = snapshot.fingerprint
         libraryPath = snapshot.libraryPath
         var problems: [String] = []
@@ -83,10 +90,12 @@ public final class NumberingData: @unchecked Sendable {
         codeState = .allocate(capacity: 1000)
         codeTables = .allocate(capacity: 1000)
         codeObjects = .allocate(capacity: 1000)
+        codeOrigins = .allocate(capacity: 1000)
         for cc in 0..<1000 {
             mainOf[cc] = Int32(members[cc]?[0] ?? -1)
             (codeState + cc).initialize(to: Atomic(0))
             (codeObjects + cc).initialize(to: nil)
+            (codeOrigins + cc).initialize(to: nil)
         }
         // Territory i's position in its calling code's region list.
         var slots = [Int](repeating: 0, count: territories.count)
@@ -191,14 +200,22 @@ public final class NumberingData: @unchecked Sendable {
     private func build(_ cc: Int) -> CallingCodeTables? {
         guard let list = members[cc] else { return nil }
         if codeState[cc].compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged {
-            let code = CallingCode(countryCode: cc, territories: list, all: territories)
+            let (code, origin) = AutomataCache.load(folder: automataFolder, countryCode: cc, members: list,
+                                                    all: territories, fingerprint: fingerprint)
             codeTables[cc] = code.tables
+            codeOrigins[cc] = origin
             codeObjects[cc] = Unmanaged.passRetained(code)
             codeState[cc].store(2, ordering: .releasing)
         } else {
             while codeState[cc].load(ordering: .acquiring) != 2 { sched_yield() }
         }
         return codeTables[cc]
+    }
+
+    /// Where calling code `cc`'s automata came from, nil while they are not built.
+    func automataOrigin(_ cc: Int) -> String? {
+        guard cc > 0, cc < 1000, codeState[cc].load(ordering: .acquiring) == 2 else { return nil }
+        return codeOrigins[cc]
     }
 
     /// The regions of a calling code, main country first (without building anything).
@@ -513,6 +530,8 @@ final class CallingCode: Sendable {
     let tables: CallingCodeTables
     let stateCount: Int
     let rowCount: Int
+    /// States of the general descriptions' automata, all regions together.
+    let generalStateCount: Int
     let problems: [String]
 
     /// libphonenumber's longest national significant number.
@@ -523,6 +542,18 @@ final class CallingCode: Sendable {
         let p = UnsafeMutablePointer<T>.allocate(capacity: max(array.count, 1))
         _ = UnsafeMutableBufferPointer(start: p, count: array.count).initialize(from: array)
         return UnsafePointer(p)
+    }
+
+    /// Tables read from the automata cache (AutomataCache.load checked every index in them).
+    init(countryCode: Int, territories: [Int], tables: CallingCodeTables, stateCount: Int, rowCount: Int,
+         generalStateCount: Int, problems: [String]) {
+        self.countryCode = countryCode
+        self.territories = territories
+        self.tables = tables
+        self.stateCount = stateCount
+        self.rowCount = rowCount
+        self.generalStateCount = generalStateCount
+        self.problems = problems
     }
 
     init(countryCode: Int, territories members: [Int], all: [Territory]) {
@@ -711,6 +742,7 @@ final class CallingCode: Sendable {
             flatNext += dfa.next.map { $0 < 0 ? -1 : $0 + offset }
             flatAccepting += dfa.accepting
         }
+        generalStateCount = flatAccepting.count
         tables = CallingCodeTables(
             next: CallingCode.copy(next2), answerRow: CallingCode.copy(rowOf2), answers: CallingCode.copy(flatRows),
             generalStart: CallingCode.copy(starts), generalNext: CallingCode.copy(flatNext),
