@@ -41,7 +41,7 @@ enum AutomataCache {
     }()
 
     /// What the tables of calling code `cc` belong to (see the type's comment).
-    static func key(countryCode cc: Int, members: [Int], all: [Territory], fingerprint: UInt64,
+    static func key(countryCode cc: Int, members: [Int], all: NumberingData.TerritoryList, fingerprint: UInt64,
                     build: [UInt8]) -> [UInt8] {
         var inputs = ByteWriter()
         for t in members {
@@ -195,7 +195,7 @@ enum AutomataCache {
 
     /// Calling code `cc`'s tables from the cache in `folder` when it holds them for this
     /// build and these inputs, else compiled (and the file replaced); with where they came from.
-    static func load(folder: String?, countryCode cc: Int, members: [Int], all: [Territory], fingerprint: UInt64)
+    static func load(folder: String?, countryCode cc: Int, members: [Int], all: NumberingData.TerritoryList, fingerprint: UInt64)
         -> (CallingCode, origin: String) {
         guard let folder, let build = buildIdentity else {
             return (CallingCode(countryCode: cc, territories: members, all: all), "compiled (no automata cache)")

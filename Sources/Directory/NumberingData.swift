@@ -28,7 +28,17 @@ public final class NumberingData: @unchecked Sendable {
     /// Where the metadata came from in this process (`lookupd --version` says).
     public let source: NumberingCache.Source
 
-    let territories: [Territory]
+    /// The territories by index, each made from its record the first time it is read: a
+    /// process reads a few of the 245, and making all of them (with decoding all their
+    /// records from the numbering cache) cost some 11 million instructions, a third of a
+    /// warm `lookupd query` once its automata came from their cache (docs/BENCHMARKS.md
+    /// "Start-up"). `territoryState` 0 not yet, 1 being made, 2 made, published as
+    /// `codeState` is.
+    var territories: TerritoryList { TerritoryList(data: self) }
+    let territoryCount: Int
+    private let snapshot: MetadataSnapshot
+    private let territoryState: UnsafeMutablePointer<Atomic<UInt8>>
+    private let territoryObjects: UnsafeMutablePointer<Unmanaged<Territory>?>
     /// Region code (`CN`) to territory index; non-geographic entities are not listed.
     let regionIndex: [String: Int]
     /// Calling code (1...999) to its regions (territory indexes, main country first); nil
@@ -78,14 +88,24 @@ public final class NumberingData: @unchecked Sendable {
         libraryPath = snapshot.libraryPath
         var problems: [String] = []
         if !snapshot.ok { problems.append("libphonenumber's metadata could not be read") }
-        var territories: [Territory] = []
+        self.snapshot = snapshot
+        let count = snapshot.territoryCount
+        territoryCount = count
         var regionIndex: [String: Int] = [:]
-        for (t, record) in snapshot.territories.enumerated() {
-            let territory = Territory(index: t, record: record)
-            if territory.id != "001" { regionIndex[territory.id] = t }
-            territories.append(territory)
+        var summaries: [MetadataSnapshot.Summary] = []
+        summaries.reserveCapacity(count)
+        for t in 0..<count {
+            let summary = snapshot.summary(t)
+            if summary.id != "001" { regionIndex[summary.id] = t }
+            summaries.append(summary)
         }
-        let members = Self.regionsByCallingCode(territories)
+        let members = Self.regionsByCallingCode(summaries)
+        territoryState = .allocate(capacity: max(count, 1))
+        territoryObjects = .allocate(capacity: max(count, 1))
+        for t in 0..<count {
+            (territoryState + t).initialize(to: Atomic(0))
+            (territoryObjects + t).initialize(to: nil)
+        }
         mainOf = .allocate(capacity: 1000)
         codeState = .allocate(capacity: 1000)
         codeTables = .allocate(capacity: 1000)
@@ -98,22 +118,19 @@ public final class NumberingData: @unchecked Sendable {
             (codeOrigins + cc).initialize(to: nil)
         }
         // Territory i's position in its calling code's region list.
-        var slots = [Int](repeating: 0, count: territories.count)
+        var slots = [Int](repeating: 0, count: count)
         for list in members.compactMap({ $0 }) {
             for (slot, t) in list.enumerated() { slots[t] = slot }
         }
         self.slots = slots
-        factsTable = .allocate(capacity: max(territories.count, 1))
-        factsState = .allocate(capacity: max(territories.count, 1))
-        factsProblems = .allocate(capacity: max(territories.count, 1))
-        for t in territories {
-            var facts = t.facts
-            facts.slot = slots[t.index]
-            (factsTable + t.index).initialize(to: facts)
-            (factsState + t.index).initialize(to: Atomic(0))
-            (factsProblems + t.index).initialize(to: [])
+        // factsTable's entries are initialised when compiled (compileFacts).
+        factsTable = .allocate(capacity: max(count, 1))
+        factsState = .allocate(capacity: max(count, 1))
+        factsProblems = .allocate(capacity: max(count, 1))
+        for t in 0..<count {
+            (factsState + t).initialize(to: Atomic(0))
+            (factsProblems + t).initialize(to: [])
         }
-        self.territories = territories
         self.regionIndex = regionIndex
         self.members = members
         self.problems = problems
@@ -126,25 +143,46 @@ public final class NumberingData: @unchecked Sendable {
     /// code's list, any other to the back; the first one seen starts the list. "ZZ" (the
     /// unknown region) belongs to no code. LibraryComparisonTests checks every code against
     /// the library.
-    static func regionsByCallingCode(_ territories: [Territory]) -> [[Int]?] {
+    static func regionsByCallingCode(_ territories: [MetadataSnapshot.Summary]) -> [[Int]?] {
         var members = [[Int]?](repeating: nil, count: 1000)
-        for t in territories where t.id != "ZZ" {
+        for (index, t) in territories.enumerated() where t.id != "ZZ" {
             let cc = t.countryCode
             guard cc > 0, cc < 1000 else { continue }
             if members[cc] == nil {
-                members[cc] = [t.index]
+                members[cc] = [index]
             } else if t.isMainCountry {
-                members[cc]!.insert(t.index, at: 0)
+                members[cc]!.insert(index, at: 0)
             } else {
-                members[cc]!.append(t.index)
+                members[cc]!.append(index)
             }
         }
         return members
     }
 
+    /// Territory `t`, made from its record the first time any thread asks (as `callingCode`
+    /// builds).
+    func territory(at t: Int) -> Territory {
+        if territoryState[t].load(ordering: .acquiring) == 2 { return territoryObjects[t]!.takeUnretainedValue() }
+        if territoryState[t].compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged {
+            territoryObjects[t] = Unmanaged.passRetained(Territory(index: t, record: snapshot.record(t)))
+            territoryState[t].store(2, ordering: .releasing)
+        } else {
+            while territoryState[t].load(ordering: .acquiring) != 2 { sched_yield() }
+        }
+        return territoryObjects[t]!.takeUnretainedValue()
+    }
+
+    /// The territories by index, as a collection.
+    struct TerritoryList: RandomAccessCollection {
+        let data: NumberingData
+        var startIndex: Int { 0 }
+        var endIndex: Int { data.territoryCount }
+        subscript(t: Int) -> Territory { data.territory(at: t) }
+    }
+
     /// The territory of a region code (`IT`), nil when libphonenumber does not know it.
     func territory(region: String) -> Territory? {
-        regionIndex[region].map { territories[$0] }
+        regionIndex[region].map { territory(at: $0) }
     }
 
     /// Territory index to its position in its calling code's region list.
@@ -166,10 +204,13 @@ public final class NumberingData: @unchecked Sendable {
 
     private func compileFacts(_ t: Int) -> TerritoryFacts {
         if factsState[t].compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged {
-            let territory = territories[t]
+            let territory = territory(at: t)
             var problems: [String] = []
-            factsTable[t].internationalPrefix = territory.program(territory.internationalPrefixPattern, problems: &problems)
-            factsTable[t].nationalPrefixForParsing = territory.program(territory.nationalPrefixForParsingPattern, problems: &problems)
+            var facts = territory.facts
+            facts.slot = slots[t]
+            facts.internationalPrefix = territory.program(territory.internationalPrefixPattern, problems: &problems)
+            facts.nationalPrefixForParsing = territory.program(territory.nationalPrefixForParsingPattern, problems: &problems)
+            (factsTable + t).initialize(to: facts)
             factsProblems[t] = problems
             factsState[t].store(2, ordering: .releasing)
         } else {
@@ -237,7 +278,7 @@ public final class NumberingData: @unchecked Sendable {
 
     /// The main territory of a calling code (US for +1).
     func mainTerritory(_ cc: Int) -> Territory? {
-        mainIndex(cc).map { territories[$0] }
+        mainIndex(cc).map { territory(at: $0) }
     }
 
     /// What the plans say of an E.164 number: how many digits its calling code has and the
@@ -263,14 +304,14 @@ public final class NumberingData: @unchecked Sendable {
     /// Builds every calling code's automata and every territory's prefix programs now (about
     /// 100 ms; `lookupd --version` does, to report `buildProblems`).
     public func prepareAll() {
-        for t in territories.indices { _ = facts(t) }
+        for t in 0..<territoryCount { _ = facts(t) }
         for cc in 1..<1000 { _ = callingCode(cc) }
     }
 
     /// Compilation problems found so far, in the territories and calling codes built (all
     /// after `prepareAll`).
     public var buildProblems: [String] {
-        problems + territories.indices.flatMap { t -> [String] in
+        problems + (0..<territoryCount).flatMap { t -> [String] in
             factsState[t].load(ordering: .acquiring) == 2 ? factsProblems[t] : []
         } + (1..<1000).flatMap { cc -> [String] in
             guard codeState[cc].load(ordering: .acquiring) == 2, let code = codeObjects[cc] else { return [] }
@@ -556,7 +597,7 @@ final class CallingCode: Sendable {
         self.problems = problems
     }
 
-    init(countryCode: Int, territories members: [Int], all: [Territory]) {
+    init(countryCode: Int, territories members: [Int], all: NumberingData.TerritoryList) {
         var problems: [String] = []
         var cache: [String: DigitDFA] = [:]
         func compile(_ pattern: String, prefixMatch: Bool = false) throws(DigitPatternError) -> DigitDFA {
