@@ -85,14 +85,7 @@ enum AutomataCache {
         for i in 0..<code.generalStateCount { p.u8(t.generalAccepting[i] ? 1 : 0) }
         while p.bytes.count % 4 != 0 { p.u8(0) }
         for problem in code.problems { p.string(problem) }
-        var file = ByteWriter()
-        file.raw(magic)
-        file.u32(version)
-        file.u32(0)
-        file.u64(UInt64(p.bytes.count))
-        file.raw(p.bytes)
-        file.u64(XXH64.hash(file.bytes))
-        return file.bytes
+        return ByteWriter.sealed(magic: magic, version: version, payload: p.bytes)
     }
 
     /// The tables of calling code `cc` from `bytes`, when they are whole, of this version, for

@@ -283,14 +283,7 @@ public enum NumberingCache {
             }
             p.lengths(t.localOnlyLengths)
         }
-        var file = ByteWriter()
-        file.raw(magic)
-        file.u32(version)
-        file.u32(0)
-        file.u64(UInt64(p.bytes.count))
-        file.raw(p.bytes)
-        file.u64(XXH64.hash(file.bytes))
-        return file.bytes
+        return ByteWriter.sealed(magic: magic, version: version, payload: p.bytes)
     }
 
     static func decode(_ bytes: [UInt8]) -> Result<([UInt8], MetadataSnapshot), DecodeProblem> {
@@ -370,6 +363,18 @@ struct ByteWriter {
     mutating func u32(_ v: UInt32) { for i in 0..<4 { bytes.append(UInt8(truncatingIfNeeded: v >> (8 * UInt32(i)))) } }
     mutating func u64(_ v: UInt64) { for i in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: v >> (8 * UInt64(i)))) } }
     mutating func bytes(_ b: [UInt8]) { u32(UInt32(b.count)); raw(b) }
+    /// A cache file as both caches write one: magic, version, a reserved zero, the payload's
+    /// length, the payload, and XXH64 of all that (docs/FORMAT.md "Numbering cache").
+    static func sealed(magic: [UInt8], version: UInt32, payload: [UInt8]) -> [UInt8] {
+        var file = ByteWriter()
+        file.raw(magic)
+        file.u32(version)
+        file.u32(0)
+        file.u64(UInt64(payload.count))
+        file.raw(payload)
+        file.u64(XXH64.hash(file.bytes))
+        return file.bytes
+    }
     mutating func string(_ s: String) { bytes(Array(s.utf8)) }
     mutating func optionalString(_ s: String?) { if let s { string(s) } else { u32(0xFFFF_FFFF) } }
     mutating func lengths(_ l: [Int32]) { u32(UInt32(l.count)); for v in l { u32(UInt32(bitPattern: v)) } }
