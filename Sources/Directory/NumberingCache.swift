@@ -14,7 +14,70 @@ struct MetadataSnapshot: Equatable, Sendable {
     var libraryPath: String
     /// Whether the library's bytes parsed as its metadata collection.
     var ok: Bool
-    var territories: [TerritoryRecord]
+    private(set) var storage: Storage
+
+    /// The records as the library gave them, or still encoded in the cache file: a process
+    /// reads a few of the 245 territories, and decoding all of them cost some 8.4 million
+    /// instructions, a quarter of a warm `lookupd query` (docs/BENCHMARKS.md "Start-up").
+    enum Storage: Sendable {
+        case records([TerritoryRecord])
+        case cached(CachedTerritories)
+    }
+
+    init(fingerprint: UInt64, libraryPath: String, ok: Bool, territories: [TerritoryRecord]) {
+        self.init(fingerprint: fingerprint, libraryPath: libraryPath, ok: ok, storage: .records(territories))
+    }
+
+    init(fingerprint: UInt64, libraryPath: String, ok: Bool, storage: Storage) {
+        self.fingerprint = fingerprint
+        self.libraryPath = libraryPath
+        self.ok = ok
+        self.storage = storage
+    }
+
+    /// Every record, decoded (the cache's all at once: for comparisons, not for start-up).
+    var territories: [TerritoryRecord] {
+        get {
+            switch storage {
+            case .records(let records): records
+            case .cached(let cached): (0..<cached.summaries.count).map(cached.record)
+            }
+        }
+        set { storage = .records(newValue) }
+    }
+
+    var territoryCount: Int {
+        switch storage {
+        case .records(let records): records.count
+        case .cached(let cached): cached.summaries.count
+        }
+    }
+
+    /// Territory `t`'s record (from the cache, decoded now).
+    func record(_ t: Int) -> TerritoryRecord {
+        switch storage {
+        case .records(let records): records[t]
+        case .cached(let cached): cached.record(t)
+        }
+    }
+
+    /// What a process needs of every territory before it reads any number of it.
+    struct Summary: Equatable, Sendable {
+        var id: String
+        var countryCode: Int
+        var isMainCountry: Bool
+    }
+
+    func summary(_ t: Int) -> Summary {
+        switch storage {
+        case .records(let records): Summary(records[t])
+        case .cached(let cached): cached.summaries[t]
+        }
+    }
+
+    static func == (a: MetadataSnapshot, b: MetadataSnapshot) -> Bool {
+        a.fingerprint == b.fingerprint && a.libraryPath == b.libraryPath && a.ok == b.ok && a.territories == b.territories
+    }
 
     /// One territory as the C API gives it, indexed by its `LOOKUPD_PN_*` constants.
     struct TerritoryRecord: Equatable, Sendable {
@@ -28,6 +91,32 @@ struct MetadataSnapshot: Equatable, Sendable {
         var lengths: [[Int32]]
         /// The general description's local-only lengths.
         var localOnlyLengths: [Int32]
+    }
+
+    /// One territory's record from `r`. With `keep` false only its id, country code and
+    /// flags are kept, the rest skipped with the same checks of every length; `repair` reads
+    /// bytes that are not UTF-8 with replacement characters instead of failing.
+    static func readRecord(_ r: inout ByteReader, keep: Bool, repair: Bool = false) -> TerritoryRecord? {
+        var texts: [String?] = []
+        if keep { texts.reserveCapacity(textCount) }
+        for i in 0..<textCount {
+            guard let t = r.optionalString(keep: keep || i == 0, repair: repair) else { return nil }
+            if keep || i == 0 { texts.append(t) }
+        }
+        guard let cc = r.u32(), let flags = r.u32() else { return nil }
+        var patterns: [String?] = [], examples: [String?] = [], lengths: [[Int32]] = []
+        for _ in 0..<descriptionCount {
+            guard let p = r.optionalString(keep: keep, repair: repair), let e = r.optionalString(keep: keep, repair: repair),
+                  let l = r.lengths(keep: keep) else { return nil }
+            if keep {
+                patterns.append(p)
+                examples.append(e)
+                lengths.append(l)
+            }
+        }
+        guard let local = r.lengths(keep: keep) else { return nil }
+        return TerritoryRecord(texts: texts, countryCode: Int32(bitPattern: cc), flags: Int32(bitPattern: flags),
+                               patterns: patterns, examples: examples, lengths: lengths, localOnlyLengths: local)
     }
 
     static let textCount = Int(LOOKUPD_PN_LEADING_DIGITS) + 1
@@ -194,14 +283,7 @@ public enum NumberingCache {
             }
             p.lengths(t.localOnlyLengths)
         }
-        var file = ByteWriter()
-        file.raw(magic)
-        file.u32(version)
-        file.u32(0)
-        file.u64(UInt64(p.bytes.count))
-        file.raw(p.bytes)
-        file.u64(XXH64.hash(file.bytes))
-        return file.bytes
+        return ByteWriter.sealed(magic: magic, version: version, payload: p.bytes)
     }
 
     static func decode(_ bytes: [UInt8]) -> Result<([UInt8], MetadataSnapshot), DecodeProblem> {
@@ -219,29 +301,18 @@ public enum NumberingCache {
         var r = ByteReader(bytes[header..<(bytes.count - 8)])
         guard let key = r.bytes(), let fingerprint = r.u64(), let ok = r.u8(), ok <= 1, let path = r.string(),
               let count = r.u32(), count < 10_000 else { return .failure("malformed") }
-        var territories: [MetadataSnapshot.TerritoryRecord] = []
+        // Every record's structure checked now, its strings decoded when it is first read.
+        var offsets: [Int] = [], summaries: [MetadataSnapshot.Summary] = []
+        offsets.reserveCapacity(Int(count))
+        summaries.reserveCapacity(Int(count))
         for _ in 0..<count {
-            var texts: [String?] = []
-            for _ in 0..<MetadataSnapshot.textCount {
-                guard let t = r.optionalString() else { return .failure("malformed") }
-                texts.append(t)
-            }
-            guard let cc = r.u32(), let flags = r.u32() else { return .failure("malformed") }
-            var patterns: [String?] = [], examples: [String?] = [], lengths: [[Int32]] = []
-            for _ in 0..<MetadataSnapshot.descriptionCount {
-                guard let p = r.optionalString(), let e = r.optionalString(), let l = r.lengths() else {
-                    return .failure("malformed")
-                }
-                patterns.append(p)
-                examples.append(e)
-                lengths.append(l)
-            }
-            guard let local = r.lengths() else { return .failure("malformed") }
-            territories.append(.init(texts: texts, countryCode: Int32(bitPattern: cc), flags: Int32(bitPattern: flags),
-                                     patterns: patterns, examples: examples, lengths: lengths, localOnlyLengths: local))
+            offsets.append(r.position)
+            guard let record = MetadataSnapshot.readRecord(&r, keep: false) else { return .failure("malformed") }
+            summaries.append(MetadataSnapshot.Summary(record))
         }
         guard r.isAtEnd else { return .failure("malformed") }
-        return .success((key, MetadataSnapshot(fingerprint: fingerprint, libraryPath: path, ok: ok == 1, territories: territories)))
+        let cached = CachedTerritories(bytes: bytes, end: bytes.count - 8, offsets: offsets, summaries: summaries)
+        return .success((key, MetadataSnapshot(fingerprint: fingerprint, libraryPath: path, ok: ok == 1, storage: .cached(cached))))
     }
 
     struct DecodeProblem: Error, Equatable, ExpressibleByStringLiteral, CustomStringConvertible {
@@ -250,14 +321,60 @@ public enum NumberingCache {
     }
 }
 
+/// The territories of a numbering cache file, each decoded when first read: the file's
+/// checksum and every record's structure were checked when it was opened, so a record
+/// always decodes (bytes that are not UTF-8, which no writer of a checksummed file made,
+/// come out as replacement characters, which no pattern or prefix matches).
+final class CachedTerritories: Sendable {
+    let bytes: [UInt8]
+    let end: Int
+    let offsets: [Int]
+    let summaries: [MetadataSnapshot.Summary]
+
+    init(bytes: [UInt8], end: Int, offsets: [Int], summaries: [MetadataSnapshot.Summary]) {
+        self.bytes = bytes
+        self.end = end
+        self.offsets = offsets
+        self.summaries = summaries
+    }
+
+    func record(_ t: Int) -> MetadataSnapshot.TerritoryRecord {
+        var r = ByteReader(bytes[offsets[t]..<end])
+        guard let record = MetadataSnapshot.readRecord(&r, keep: true, repair: true) else {
+            preconditionFailure("numbering cache record \(t) changed after its structure was checked")
+        }
+        return record
+    }
+}
+
+extension MetadataSnapshot.Summary {
+    init(_ record: MetadataSnapshot.TerritoryRecord) {
+        id = record.texts[Int(LOOKUPD_PN_ID)] ?? "?"
+        countryCode = Int(record.countryCode)
+        isMainCountry = record.flags & 1 != 0
+    }
+}
+
 /// Little-endian fields; a string is its UTF-8 length (u32; 0xFFFF_FFFF: absent) and bytes.
-private struct ByteWriter {
+struct ByteWriter {
     var bytes: [UInt8] = []
     mutating func raw(_ b: [UInt8]) { bytes += b }
     mutating func u8(_ v: UInt8) { bytes.append(v) }
     mutating func u32(_ v: UInt32) { for i in 0..<4 { bytes.append(UInt8(truncatingIfNeeded: v >> (8 * UInt32(i)))) } }
     mutating func u64(_ v: UInt64) { for i in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: v >> (8 * UInt64(i)))) } }
     mutating func bytes(_ b: [UInt8]) { u32(UInt32(b.count)); raw(b) }
+    /// A cache file as both caches write one: magic, version, a reserved zero, the payload's
+    /// length, the payload, and XXH64 of all that (docs/FORMAT.md "Numbering cache").
+    static func sealed(magic: [UInt8], version: UInt32, payload: [UInt8]) -> [UInt8] {
+        var file = ByteWriter()
+        file.raw(magic)
+        file.u32(version)
+        file.u32(0)
+        file.u64(UInt64(payload.count))
+        file.raw(payload)
+        file.u64(XXH64.hash(file.bytes))
+        return file.bytes
+    }
     mutating func string(_ s: String) { bytes(Array(s.utf8)) }
     mutating func optionalString(_ s: String?) { if let s { string(s) } else { u32(0xFFFF_FFFF) } }
     mutating func lengths(_ l: [Int32]) { u32(UInt32(l.count)); for v in l { u32(UInt32(bitPattern: v)) } }
@@ -270,7 +387,7 @@ private struct ByteWriter {
 // Reads by index, never by re-slicing: a cache of 245 territories is some 11,000 fields, read
 // by every process that reads a number, and dropFirst or reduce per field cost a third of a
 // warm `lookupd query`'s own work (docs/BENCHMARKS.md "Start-up").
-private struct ByteReader {
+struct ByteReader {
     let data: ArraySlice<UInt8>
     var position: Int
     init(_ bytes: ArraySlice<UInt8>) {
@@ -282,6 +399,13 @@ private struct ByteReader {
         guard n >= 0, data.endIndex - position >= n else { return nil }
         defer { position += n }
         return data[position..<(position + n)]
+    }
+    /// Steps over `n` bytes without making a slice (which retains the buffer): the check of
+    /// every record's structure at open does this some 10,000 times.
+    mutating func skip(_ n: Int) -> Bool {
+        guard n >= 0, data.endIndex - position >= n else { return false }
+        position += n
+        return true
     }
     mutating func u8() -> UInt8? { take(1)?.first }
     /// Little-endian, `size` bytes.
@@ -299,15 +423,22 @@ private struct ByteReader {
         return take(Int(n)).map(Array.init)
     }
     mutating func string() -> String? { bytes().flatMap { String(validating: $0, as: UTF8.self) } }
-    /// nil: malformed; .some(nil): absent.
-    mutating func optionalString() -> String?? {
+    /// nil: malformed; .some(nil): absent, or skipped (`keep` false).
+    mutating func optionalString(keep: Bool = true, repair: Bool = false) -> String?? {
         guard let n = u32() else { return nil }
         if n == 0xFFFF_FFFF { return .some(nil) }
-        guard let b = take(Int(n)), let s = String(validating: b, as: UTF8.self) else { return nil }
+        guard keep else { return skip(Int(n)) ? .some(nil) : nil }
+        guard let b = take(Int(n)) else { return nil }
+        // ASCII (every id, prefix and pattern) is UTF-8 already; the general check costs
+        // some 900 instructions a string.
+        if repair || b.allSatisfy({ $0 < 0x80 }) { return .some(String(decoding: b, as: UTF8.self)) }
+        guard let s = String(validating: b, as: UTF8.self) else { return nil }
         return .some(s)
     }
-    mutating func lengths() -> [Int32]? {
+    /// Empty when skipped (`keep` false).
+    mutating func lengths(keep: Bool = true) -> [Int32]? {
         guard let n = u32(), n <= 32 else { return nil }
+        guard keep else { return skip(4 * Int(n)) ? [] : nil }
         var out: [Int32] = []
         out.reserveCapacity(Int(n))
         for _ in 0..<n {

@@ -20,14 +20,25 @@ public final class NumberingData: @unchecked Sendable {
     /// The data of the installed libphonenumber: from the numbering cache when it holds the
     /// current library's (no libphonenumber loaded), else from the library itself.
     public static let installed: NumberingData = {
-        let (snapshot, source) = NumberingCache.load(folder: NumberingCache.defaultFolder)
-        return NumberingData(snapshot, source: source)
+        let folder = NumberingCache.defaultFolder
+        let (snapshot, source) = NumberingCache.load(folder: folder)
+        return NumberingData(snapshot, source: source, automataFolder: folder)
     }()
 
     /// Where the metadata came from in this process (`lookupd --version` says).
     public let source: NumberingCache.Source
 
-    let territories: [Territory]
+    /// The territories by index, each made from its record the first time it is read: a
+    /// process reads a few of the 245, and making all of them (with decoding all their
+    /// records from the numbering cache) cost some 11 million instructions, a third of a
+    /// warm `lookupd query` once its automata came from their cache (docs/BENCHMARKS.md
+    /// "Start-up"). `territoryState` 0 not yet, 1 being made, 2 made, published as
+    /// `codeState` is.
+    var territories: TerritoryList { TerritoryList(data: self) }
+    let territoryCount: Int
+    private let snapshot: MetadataSnapshot
+    private let territoryState: UnsafeMutablePointer<Atomic<UInt8>>
+    private let territoryObjects: UnsafeMutablePointer<Unmanaged<Territory>?>
     /// Region code (`CN`) to territory index; non-geographic entities are not listed.
     let regionIndex: [String: Int]
     /// Calling code (1...999) to its regions (territory indexes, main country first); nil
@@ -53,6 +64,11 @@ public final class NumberingData: @unchecked Sendable {
     private let codeState: UnsafeMutablePointer<Atomic<UInt8>>
     private let codeTables: UnsafeMutablePointer<CallingCodeTables>
     private let codeObjects: UnsafeMutablePointer<Unmanaged<CallingCode>?>
+    /// Per calling code, where its automata came from ("cache", "compiled (...)"), written
+    /// with `codeTables`.
+    private let codeOrigins: UnsafeMutablePointer<String?>
+    /// Where the automata cache is (AutomataCache); nil: every calling code is compiled.
+    let automataFolder: String?
     /// XXH64 of the metadata bytes: changes whenever the library's data does.
     public let fingerprint: UInt64
     /// Where the library was loaded from.
@@ -65,46 +81,56 @@ public final class NumberingData: @unchecked Sendable {
     /// Region codes of every geographic region, sorted.
     public var regions: [String] { regionIndex.keys.sorted() }
 
-    init(_ snapshot: MetadataSnapshot, source: NumberingCache.Source) {
+    init(_ snapshot: MetadataSnapshot, source: NumberingCache.Source, automataFolder: String? = nil) {
         self.source = source
+        self.automataFolder = automataFolder
         fingerprint = snapshot.fingerprint
         libraryPath = snapshot.libraryPath
         var problems: [String] = []
         if !snapshot.ok { problems.append("libphonenumber's metadata could not be read") }
-        var territories: [Territory] = []
+        self.snapshot = snapshot
+        let count = snapshot.territoryCount
+        territoryCount = count
         var regionIndex: [String: Int] = [:]
-        for (t, record) in snapshot.territories.enumerated() {
-            let territory = Territory(index: t, record: record)
-            if territory.id != "001" { regionIndex[territory.id] = t }
-            territories.append(territory)
+        var summaries: [MetadataSnapshot.Summary] = []
+        summaries.reserveCapacity(count)
+        for t in 0..<count {
+            let summary = snapshot.summary(t)
+            if summary.id != "001" { regionIndex[summary.id] = t }
+            summaries.append(summary)
         }
-        let members = Self.regionsByCallingCode(territories)
+        let members = Self.regionsByCallingCode(summaries)
+        territoryState = .allocate(capacity: max(count, 1))
+        territoryObjects = .allocate(capacity: max(count, 1))
+        for t in 0..<count {
+            (territoryState + t).initialize(to: Atomic(0))
+            (territoryObjects + t).initialize(to: nil)
+        }
         mainOf = .allocate(capacity: 1000)
         codeState = .allocate(capacity: 1000)
         codeTables = .allocate(capacity: 1000)
         codeObjects = .allocate(capacity: 1000)
+        codeOrigins = .allocate(capacity: 1000)
         for cc in 0..<1000 {
             mainOf[cc] = Int32(members[cc]?[0] ?? -1)
             (codeState + cc).initialize(to: Atomic(0))
             (codeObjects + cc).initialize(to: nil)
+            (codeOrigins + cc).initialize(to: nil)
         }
         // Territory i's position in its calling code's region list.
-        var slots = [Int](repeating: 0, count: territories.count)
+        var slots = [Int](repeating: 0, count: count)
         for list in members.compactMap({ $0 }) {
             for (slot, t) in list.enumerated() { slots[t] = slot }
         }
         self.slots = slots
-        factsTable = .allocate(capacity: max(territories.count, 1))
-        factsState = .allocate(capacity: max(territories.count, 1))
-        factsProblems = .allocate(capacity: max(territories.count, 1))
-        for t in territories {
-            var facts = t.facts
-            facts.slot = slots[t.index]
-            (factsTable + t.index).initialize(to: facts)
-            (factsState + t.index).initialize(to: Atomic(0))
-            (factsProblems + t.index).initialize(to: [])
+        // factsTable's entries are initialised when compiled (compileFacts).
+        factsTable = .allocate(capacity: max(count, 1))
+        factsState = .allocate(capacity: max(count, 1))
+        factsProblems = .allocate(capacity: max(count, 1))
+        for t in 0..<count {
+            (factsState + t).initialize(to: Atomic(0))
+            (factsProblems + t).initialize(to: [])
         }
-        self.territories = territories
         self.regionIndex = regionIndex
         self.members = members
         self.problems = problems
@@ -117,25 +143,46 @@ public final class NumberingData: @unchecked Sendable {
     /// code's list, any other to the back; the first one seen starts the list. "ZZ" (the
     /// unknown region) belongs to no code. LibraryComparisonTests checks every code against
     /// the library.
-    static func regionsByCallingCode(_ territories: [Territory]) -> [[Int]?] {
+    static func regionsByCallingCode(_ territories: [MetadataSnapshot.Summary]) -> [[Int]?] {
         var members = [[Int]?](repeating: nil, count: 1000)
-        for t in territories where t.id != "ZZ" {
+        for (index, t) in territories.enumerated() where t.id != "ZZ" {
             let cc = t.countryCode
             guard cc > 0, cc < 1000 else { continue }
             if members[cc] == nil {
-                members[cc] = [t.index]
+                members[cc] = [index]
             } else if t.isMainCountry {
-                members[cc]!.insert(t.index, at: 0)
+                members[cc]!.insert(index, at: 0)
             } else {
-                members[cc]!.append(t.index)
+                members[cc]!.append(index)
             }
         }
         return members
     }
 
+    /// Territory `t`, made from its record the first time any thread asks (as `callingCode`
+    /// builds).
+    func territory(at t: Int) -> Territory {
+        if territoryState[t].load(ordering: .acquiring) == 2 { return territoryObjects[t]!.takeUnretainedValue() }
+        if territoryState[t].compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged {
+            territoryObjects[t] = Unmanaged.passRetained(Territory(index: t, record: snapshot.record(t)))
+            territoryState[t].store(2, ordering: .releasing)
+        } else {
+            while territoryState[t].load(ordering: .acquiring) != 2 { sched_yield() }
+        }
+        return territoryObjects[t]!.takeUnretainedValue()
+    }
+
+    /// The territories by index, as a collection.
+    struct TerritoryList: RandomAccessCollection {
+        let data: NumberingData
+        var startIndex: Int { 0 }
+        var endIndex: Int { data.territoryCount }
+        subscript(t: Int) -> Territory { data.territory(at: t) }
+    }
+
     /// The territory of a region code (`IT`), nil when libphonenumber does not know it.
     func territory(region: String) -> Territory? {
-        regionIndex[region].map { territories[$0] }
+        regionIndex[region].map { territory(at: $0) }
     }
 
     /// Territory index to its position in its calling code's region list.
@@ -157,10 +204,13 @@ public final class NumberingData: @unchecked Sendable {
 
     private func compileFacts(_ t: Int) -> TerritoryFacts {
         if factsState[t].compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged {
-            let territory = territories[t]
+            let territory = territory(at: t)
             var problems: [String] = []
-            factsTable[t].internationalPrefix = territory.program(territory.internationalPrefixPattern, problems: &problems)
-            factsTable[t].nationalPrefixForParsing = territory.program(territory.nationalPrefixForParsingPattern, problems: &problems)
+            var facts = territory.facts
+            facts.slot = slots[t]
+            facts.internationalPrefix = territory.program(territory.internationalPrefixPattern, problems: &problems)
+            facts.nationalPrefixForParsing = territory.program(territory.nationalPrefixForParsingPattern, problems: &problems)
+            (factsTable + t).initialize(to: facts)
             factsProblems[t] = problems
             factsState[t].store(2, ordering: .releasing)
         } else {
@@ -191,14 +241,22 @@ public final class NumberingData: @unchecked Sendable {
     private func build(_ cc: Int) -> CallingCodeTables? {
         guard let list = members[cc] else { return nil }
         if codeState[cc].compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged {
-            let code = CallingCode(countryCode: cc, territories: list, all: territories)
+            let (code, origin) = AutomataCache.load(folder: automataFolder, countryCode: cc, members: list,
+                                                    all: territories, fingerprint: fingerprint)
             codeTables[cc] = code.tables
+            codeOrigins[cc] = origin
             codeObjects[cc] = Unmanaged.passRetained(code)
             codeState[cc].store(2, ordering: .releasing)
         } else {
             while codeState[cc].load(ordering: .acquiring) != 2 { sched_yield() }
         }
         return codeTables[cc]
+    }
+
+    /// Where calling code `cc`'s automata came from, nil while they are not built.
+    func automataOrigin(_ cc: Int) -> String? {
+        guard cc > 0, cc < 1000, codeState[cc].load(ordering: .acquiring) == 2 else { return nil }
+        return codeOrigins[cc]
     }
 
     /// The regions of a calling code, main country first (without building anything).
@@ -220,7 +278,7 @@ public final class NumberingData: @unchecked Sendable {
 
     /// The main territory of a calling code (US for +1).
     func mainTerritory(_ cc: Int) -> Territory? {
-        mainIndex(cc).map { territories[$0] }
+        mainIndex(cc).map { territory(at: $0) }
     }
 
     /// What the plans say of an E.164 number: how many digits its calling code has and the
@@ -246,14 +304,14 @@ public final class NumberingData: @unchecked Sendable {
     /// Builds every calling code's automata and every territory's prefix programs now (about
     /// 100 ms; `lookupd --version` does, to report `buildProblems`).
     public func prepareAll() {
-        for t in territories.indices { _ = facts(t) }
+        for t in 0..<territoryCount { _ = facts(t) }
         for cc in 1..<1000 { _ = callingCode(cc) }
     }
 
     /// Compilation problems found so far, in the territories and calling codes built (all
     /// after `prepareAll`).
     public var buildProblems: [String] {
-        problems + territories.indices.flatMap { t -> [String] in
+        problems + (0..<territoryCount).flatMap { t -> [String] in
             factsState[t].load(ordering: .acquiring) == 2 ? factsProblems[t] : []
         } + (1..<1000).flatMap { cc -> [String] in
             guard codeState[cc].load(ordering: .acquiring) == 2, let code = codeObjects[cc] else { return [] }
@@ -513,6 +571,8 @@ final class CallingCode: Sendable {
     let tables: CallingCodeTables
     let stateCount: Int
     let rowCount: Int
+    /// States of the general descriptions' automata, all regions together.
+    let generalStateCount: Int
     let problems: [String]
 
     /// libphonenumber's longest national significant number.
@@ -525,7 +585,19 @@ final class CallingCode: Sendable {
         return UnsafePointer(p)
     }
 
-    init(countryCode: Int, territories members: [Int], all: [Territory]) {
+    /// Tables read from the automata cache (AutomataCache.load checked every index in them).
+    init(countryCode: Int, territories: [Int], tables: CallingCodeTables, stateCount: Int, rowCount: Int,
+         generalStateCount: Int, problems: [String]) {
+        self.countryCode = countryCode
+        self.territories = territories
+        self.tables = tables
+        self.stateCount = stateCount
+        self.rowCount = rowCount
+        self.generalStateCount = generalStateCount
+        self.problems = problems
+    }
+
+    init(countryCode: Int, territories members: [Int], all: NumberingData.TerritoryList) {
         var problems: [String] = []
         var cache: [String: DigitDFA] = [:]
         func compile(_ pattern: String, prefixMatch: Bool = false) throws(DigitPatternError) -> DigitDFA {
@@ -711,6 +783,7 @@ final class CallingCode: Sendable {
             flatNext += dfa.next.map { $0 < 0 ? -1 : $0 + offset }
             flatAccepting += dfa.accepting
         }
+        generalStateCount = flatAccepting.count
         tables = CallingCodeTables(
             next: CallingCode.copy(next2), answerRow: CallingCode.copy(rowOf2), answers: CallingCode.copy(flatRows),
             generalStart: CallingCode.copy(starts), generalNext: CallingCode.copy(flatNext),

@@ -87,6 +87,27 @@ final class NumberingCacheTests: XCTestCase {
         XCTAssertEqual(folder.read("cache/" + NumberingCache.fileName), good)
     }
 
+    /// Territories are decoded when first read, but every record's structure is checked when
+    /// the file is opened: a bad length in the last territory refuses the whole file, and a
+    /// good file gives each territory's record and summary as the library does.
+    func testEveryRecordIsCheckedAtOpenAndDecodedAlikeLater() throws {
+        let key = try XCTUnwrap(NumberingCache.currentKey(libraryPath: Self.library.libraryPath))
+        var altered = Self.library
+        let last = altered.territories.count - 1
+        altered.territories[last].localOnlyLengths = [Int32](repeating: 5, count: 33)
+        guard case .failure(let problem) = NumberingCache.decode(NumberingCache.encode(altered, key: key)) else {
+            return XCTFail("a bad length list in the last territory decoded")
+        }
+        XCTAssertEqual(problem, "malformed")
+        let decoded = try NumberingCache.decode(NumberingCache.encode(Self.library, key: key)).get().1
+        guard case .cached = decoded.storage else { return XCTFail("decoded eagerly") }
+        XCTAssertEqual(decoded.territoryCount, Self.library.territoryCount)
+        for t in [last, 0, 17, last / 2] {
+            XCTAssertEqual(decoded.record(t), Self.library.record(t))
+            XCTAssertEqual(decoded.summary(t), Self.library.summary(t))
+        }
+    }
+
     /// The cache this user's processes read (the tests' own `NumberingData.installed`
     /// included) holds the installed library's data.
     func testTheDefaultCacheHoldsTheLibrarysData() {
