@@ -29,6 +29,10 @@ extension ConfigParser {
         if state.config.mode == .proxy, state.config.proxy.upstream == nil {
             throw Diagnostic(file: path, line: seen["mode"] ?? 0, message: "mode = proxy needs an 'upstream = HOST:PORT' line")
         }
+        if state.config.mode == .proxy, state.config.udpSteering == .spread {
+            throw Diagnostic(file: path, line: seen["udp-steering"] ?? 0,
+                             message: "udp-steering = spread needs mode = redirect: a proxied call's requests must all leave through the worker the upstream saw first (its Via and socket), so proxy mode keeps udp-steering = flow")
+        }
         if state.config.mode != .proxy {
             for key in ["upstream", "label-format", "label-in-asserted-identity", "upstream-probe-interval"] {
                 if let line = seen[key] { throw Diagnostic(file: path, line: line, message: "'\(key)' only applies to mode = proxy") }

@@ -135,6 +135,7 @@ public final class Service {
                 workers.append(try Worker(index: i, current: current, stopFlag: stop, listen: config.listen, toTagKey: toTagKey,
                                           logSink: sink))
             }
+            if config.udpSteering == .spread, count > 1 { try workers[0].spreadUDP(over: count, listen: config.listen) }
             if let address = config.operations.httpListen {
                 let workers = self.workers, current = self.current, status = self.status
                 let counters = httpCounters, latency = httpLatency
