@@ -73,8 +73,10 @@ public enum ServiceMode: String, Sendable, CaseIterable {
 /// `udp-steering`: which worker's socket a UDP datagram goes to. `flow`: the kernel's
 /// SO_REUSEPORT hash of the 4-tuple, so one flow (one SBC) always reaches the same worker;
 /// `spread`: a random worker per datagram (a reuseport BPF program), so one flow uses every
-/// worker. Proxy mode needs `flow`: a call's forwarded requests must all leave through the
-/// worker whose upstream socket, and so Via sent-by, the upstream saw first.
+/// worker. Proxy mode needs `flow`: each worker forwards from its own upstream socket, whose
+/// port is its Via sent-by, so a request's retransmission forwarded by another worker is
+/// another transaction to the upstream, and a response the upstream sends to the first
+/// worker's socket for a request another worker forwarded is dropped (via_not_ours).
 public enum UDPSteering: String, Sendable, CaseIterable { case flow, spread }
 
 public enum LogLevel: Int, Sendable, CaseIterable, Comparable {

@@ -31,7 +31,7 @@ extension ConfigParser {
         }
         if state.config.mode == .proxy, state.config.udpSteering == .spread {
             throw Diagnostic(file: path, line: seen["udp-steering"] ?? 0,
-                             message: "udp-steering = spread needs mode = redirect: a proxied call's requests must all leave through the worker the upstream saw first (its Via and socket), so proxy mode keeps udp-steering = flow")
+                             message: "udp-steering = spread needs mode = redirect: in proxy mode each worker forwards from its own socket, named in its Via, and a call's retransmissions and responses must reach the worker that forwarded it")
         }
         if state.config.mode != .proxy {
             for key in ["upstream", "label-format", "label-in-asserted-identity", "upstream-probe-interval"] {

@@ -34,6 +34,41 @@ final class UDPSteeringTests: DaemonTestCase {
         }
     }
 
+    /// A reload cannot change the groups' program or size: udp-steering and workers are named
+    /// as needing a restart and the program in force keeps spreading over the workers running.
+    /// A restart on the same port with another worker count builds new groups, spread over
+    /// the new count.
+    func testReloadKeepsTheProgramAndARestartSpreadsOverTheNewWorkerCount() throws {
+        let daemon = try startDaemon(["workers = 2", "udp-steering = spread", "log-level = notice"], name: "steer-reload")
+        assertFair(try measureOneFlow(daemon, name: "before reload", ipv6: false, port: daemon.port), workers: 2, "before the reload")
+        let config = try String(contentsOfFile: daemon.configPath, encoding: .utf8)
+        let changed = config.replacingOccurrences(of: "workers = 2", with: "workers = 3")
+            .replacingOccurrences(of: "udp-steering = spread", with: "udp-steering = flow")
+        write("steer-reload.conf", changed)
+        let reload = try lookupd(["reload", "--config", daemon.configPath], timeout: 30)
+        XCTAssertEqual(reload.status, 3, reload.summary)
+        XCTAssertTrue(reload.stdout.contains("\nneeds restart: udp-steering, workers (the old values stay in force"), reload.stdout)
+        assertFair(try measureOneFlow(daemon, name: "after reload", ipv6: false, port: daemon.port), workers: 2, "after the reload (still spread)")
+
+        write("steer-reload.conf", changed.replacingOccurrences(of: "udp-steering = flow", with: "udp-steering = spread"))
+        XCTAssertEqual(terminate(daemon).status, 0)
+        let child = try ChildProcess(executable: LookupdBinary.path!, arguments: ["serve", "--config", daemon.configPath],
+                                     folder: folder, name: "steer-restart")
+        defer { child.stop(grace: 5) }
+        let restarted = LookupdDaemon(name: "steer-restart", configPath: daemon.configPath, controlSocket: daemon.controlSocket,
+                                      port: daemon.port, child: child)
+        XCTAssertTrue(eventually(timeout: 15) { !child.isRunning || restarted.answersOptions(timeout: 0.2) != nil }, child.stderr)
+        assertFair(try measureOneFlow(restarted, name: "restarted", ipv6: false, port: daemon.port), workers: 3, "restarted with 3 workers")
+    }
+
+    private func assertFair(_ shares: [String: Double], workers: Int, _ what: String, line: UInt = #line) {
+        XCTAssertEqual(shares.count, workers, "\(what): \(shares)", line: line)
+        let fair = 100.0 / Double(workers)
+        for (worker, share) in shares {
+            XCTAssertEqual(share, fair, accuracy: 10, "\(what): \(worker) got \(share) % of one flow, fair is \(fair) %", line: line)
+        }
+    }
+
     /// Sends `datagrams` requests over one socket to a fresh daemon and returns each worker's
     /// share (percent) of them, from `lookupd_worker_requests_total`. Every datagram is answered,
     /// a retransmission byte-identically to its original (whichever worker got it), and TCP
@@ -45,10 +80,14 @@ final class UDPSteeringTests: DaemonTestCase {
         let name = "steer-\(steering)-\(workers)-\(ipv6 ? 6 : 4)"
         let daemon = try startDaemon(extra, name: name)
         defer { _ = terminate(daemon) }
-        let before = try stats(daemon).family("lookupd_worker_requests_total")
-        XCTAssertEqual(before.count, workers, "\(name): one series per worker")
+        let shares = try measureOneFlow(daemon, name: name, ipv6: ipv6, port: ipv6 ? v6Port : daemon.port)
+        XCTAssertEqual(shares.count, workers, "\(name): one series per worker")
+        return shares
+    }
 
-        let peer = try OneFlowPeer(ipv6: ipv6, port: ipv6 ? v6Port : daemon.port)
+    private func measureOneFlow(_ daemon: LookupdDaemon, name: String, ipv6: Bool, port: UInt16) throws -> [String: Double] {
+        let before = try stats(daemon).family("lookupd_worker_requests_total")
+        let peer = try OneFlowPeer(ipv6: ipv6, port: port)
         var unanswered = 0
         for i in 0..<Self.invites {
             let message = invite(from: "<sip:\(Caller.unicom)@127.0.0.1>", port: daemon.port)
