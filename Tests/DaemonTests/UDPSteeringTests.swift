@@ -13,6 +13,7 @@ final class UDPSteeringTests: DaemonTestCase {
     static var datagrams: Int { 2 * invites + optionsCount }
 
     func testSpreadSharesOneFlowFairlyOverTwoAndFourWorkersOnIPv4AndIPv6() throws {
+        try skipUnderSanitizer("4,800 exchanges over four daemons measure the kernel's steering; testFlowKeepsOneFlowOnOneWorker runs the same path")
         for workers in [2, 4] {
             for ipv6 in [false, true] {
                 let shares = try sendOneFlow(steering: "spread", workers: workers, ipv6: ipv6)
@@ -39,6 +40,7 @@ final class UDPSteeringTests: DaemonTestCase {
     /// A restart on the same port with another worker count builds new groups, spread over
     /// the new count.
     func testReloadKeepsTheProgramAndARestartSpreadsOverTheNewWorkerCount() throws {
+        try skipUnderSanitizer("3,600 exchanges and a restart measure the kernel's steering")
         let daemon = try startDaemon(["workers = 2", "udp-steering = spread", "log-level = notice"], name: "steer-reload")
         assertFair(try measureOneFlow(daemon, name: "before reload", ipv6: false, port: daemon.port), workers: 2, "before the reload")
         let config = try String(contentsOfFile: daemon.configPath, encoding: .utf8)
