@@ -130,25 +130,14 @@ private final class OneFlowPeer {
         fd = socket(ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw HarnessError.failed("socket: \(String(cString: strerror(errno)))") }
         // Connected: one source port and one destination for the whole run, as an SBC's trunk.
-        let rc: Int32
         if ipv6 {
             var address = sockaddr_in6()
             address.sin6_family = sa_family_t(AF_INET6)
             address.sin6_port = port.bigEndian
             address.sin6_addr = in6addr_loopback
-            rc = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-            }
+            try connectOrClose(fd, to: address, "[::1]:\(port)")
         } else {
-            var address = socketAddress("127.0.0.1", port)
-            rc = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-        }
-        guard rc == 0 else {
-            let e = errno
-            close(fd)
-            throw HarnessError.failed("connect to port \(port): \(String(cString: strerror(e)))")
+            try connectOrClose(fd, to: socketAddress("127.0.0.1", port), "127.0.0.1:\(port)")
         }
     }
 
