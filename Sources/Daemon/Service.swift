@@ -200,7 +200,7 @@ public final class Service {
         if let address = config.operations.httpListen, let http {
             logger.notice("HTTP metrics and lookups on \(address.host.isIPv4 ? address.host.description : "[\(address.host)]"):\(http.boundPort)")
         }
-        logger.notice("serving on \(addresses) with \(count) worker\(count == 1 ? "" : "s") (mode \(config.mode.rawValue)); control socket \(config.controlSocket)")
+        logger.notice("serving on \(addresses) with \(count) worker\(count == 1 ? "" : "s") (mode \(config.mode.rawValue), udp-steering \(config.udpSteering.rawValue)); control socket \(config.controlSocket)")
         notifier.send("READY=1\nSTATUS=serving on \(addresses)\nMAINPID=\(getpid())")
 
         controlLoop(signals: signals)

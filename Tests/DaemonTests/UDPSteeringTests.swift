@@ -60,6 +60,8 @@ final class UDPSteeringTests: DaemonTestCase {
         let restarted = LookupdDaemon(name: "steer-restart", configPath: daemon.configPath, controlSocket: daemon.controlSocket,
                                       port: daemon.port, child: child)
         XCTAssertTrue(eventually(timeout: 15) { !child.isRunning || restarted.answersOptions(timeout: 0.2) != nil }, child.stderr)
+        // Logged once the workers run, so perhaps just after the first answer.
+        XCTAssertTrue(eventually(timeout: 5) { child.stderr.contains("with 3 workers (mode redirect, udp-steering spread)") }, child.stderr)
         assertFair(try measureOneFlow(restarted, name: "restarted", ipv6: false, port: daemon.port), workers: 3, "restarted with 3 workers")
     }
 
