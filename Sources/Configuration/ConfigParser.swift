@@ -25,6 +25,9 @@ public enum ConfigParser {
         var sawAllowFrom = false
         /// The first line that asks for 603+ (block-response, or a directory's own).
         var firstNetworkBlockedLine: Int?
+        /// The line being read, and the line of each listen address so far.
+        var line = 0
+        var listenLines: [ListenAddress: Int] = [:]
 
         func resolve(_ path: String) -> String {
             if path.hasPrefix("/") || folder == "." { return path }
@@ -142,6 +145,11 @@ public enum ConfigParser {
         ConfigKey(name: "listen", syntax: "udp:HOST:PORT | tcp:HOST:PORT", repeatable: true,
                   summary: "SIP address to serve (IPv6 as udp:[::1]:5060). Repeat for several.") { s, v throws(ValueError) in
             guard let address = ListenAddress(v) else { throw ValueError("expected udp:HOST:PORT or tcp:HOST:PORT (IPv6 in brackets)") }
+            // Each worker binds every listen address: a second socket of one address would
+            // join the same SO_REUSEPORT group and the group's size would no longer be the
+            // worker count that udp-steering = spread divides by.
+            if let earlier = s.listenLines[address] { throw ValueError("\(address) is already listed on line \(earlier)") }
+            s.listenLines[address] = s.line
             s.config.listen.append(address)
         },
         .choice("mode", \.config.mode,
@@ -151,6 +159,8 @@ public enum ConfigParser {
             if v == "auto" { s.config.workers = nil; return }
             s.config.workers = try number(v, in: 1...256, "auto or a number")
         },
+        .choice("udp-steering", \.config.udpSteering,
+                summary: "Which worker gets a UDP datagram: flow (default), the kernel's hash of source and destination, so all of one SBC's calls over one flow go to one worker; spread, a random worker per datagram, so one flow uses every worker (redirect mode only: in proxy mode a call must stay on the worker that forwarded it). TCP connections are always spread by the kernel's hash."),
         ConfigKey(name: "allow-from", syntax: "CIDR[, CIDR...] | any", repeatable: true,
                   summary: "Sources answered; others are refused (see refuse-action). Required for a listen address beyond loopback: the addresses of your PBXs, or any to answer everyone.") { s, v throws(ValueError) in
             s.sawAllowFrom = true
@@ -287,6 +297,7 @@ public enum ConfigParser {
                 continue
             }
             seen[key] = lineNumber
+            state.line = lineNumber
             do {
                 try spec.apply(&state, value)
                 state.config.settings[key, default: []].append(value)

@@ -70,6 +70,15 @@ public enum ServiceMode: String, Sendable, CaseIterable {
     case proxy
 }
 
+/// `udp-steering`: which worker's socket a UDP datagram goes to. `flow`: the kernel's
+/// SO_REUSEPORT hash of the 4-tuple, so one flow (one SBC) always reaches the same worker;
+/// `spread`: a random worker per datagram (a reuseport BPF program), so one flow uses every
+/// worker. Proxy mode needs `flow`: each worker forwards from its own upstream socket, whose
+/// port is its Via sent-by, so a request's retransmission forwarded by another worker is
+/// another transaction to the upstream, and a response the upstream sends to the first
+/// worker's socket for a request another worker forwarded is dropped (via_not_ours).
+public enum UDPSteering: String, Sendable, CaseIterable { case flow, spread }
+
 public enum LogLevel: Int, Sendable, CaseIterable, Comparable {
     case error = 3, warning = 4, notice = 5, info = 6, debug = 7
 
@@ -144,6 +153,7 @@ public struct LookupdConfig: Sendable {
     public var mode: ServiceMode = .redirect
     /// nil: one worker per core.
     public var workers: Int? = nil
+    public var udpSteering: UDPSteering = .flow
     /// nil: not set, every source is answered (refused for a listen address beyond loopback:
     /// `exposureProblem`).
     public var allowFrom: [CIDR]? = nil

@@ -29,6 +29,10 @@ extension ConfigParser {
         if state.config.mode == .proxy, state.config.proxy.upstream == nil {
             throw Diagnostic(file: path, line: seen["mode"] ?? 0, message: "mode = proxy needs an 'upstream = HOST:PORT' line")
         }
+        if state.config.mode == .proxy, state.config.udpSteering == .spread {
+            throw Diagnostic(file: path, line: seen["udp-steering"] ?? 0,
+                             message: "udp-steering = spread needs mode = redirect: in proxy mode each worker forwards from its own socket, named in its Via, and a call's retransmissions and responses must reach the worker that forwarded it")
+        }
         if state.config.mode != .proxy {
             for key in ["upstream", "label-format", "label-in-asserted-identity", "upstream-probe-interval"] {
                 if let line = seen[key] { throw Diagnostic(file: path, line: line, message: "'\(key)' only applies to mode = proxy") }

@@ -52,6 +52,7 @@ public struct ReloadReport: Sendable, Equatable {
     static let restartKeys: [(key: String, differs: @Sendable (LookupdConfig, LookupdConfig) -> Bool)] = [
         ("listen", { $0.listen != $1.listen }),
         ("workers", { $0.workers != $1.workers }),
+        ("udp-steering", { $0.udpSteering != $1.udpSteering }),
         ("control-socket", { $0.controlSocket != $1.controlSocket }),
         ("state-directory", { $0.stateDirectory != $1.stateDirectory }),
         ("max-message-size", { $0.maxMessageSize != $1.maxMessageSize }),

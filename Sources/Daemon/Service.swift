@@ -135,6 +135,7 @@ public final class Service {
                 workers.append(try Worker(index: i, current: current, stopFlag: stop, listen: config.listen, toTagKey: toTagKey,
                                           logSink: sink))
             }
+            if config.udpSteering == .spread, count > 1 { try workers[0].spreadUDP(over: count, listen: config.listen) }
             if let address = config.operations.httpListen {
                 let workers = self.workers, current = self.current, status = self.status
                 let counters = httpCounters, latency = httpLatency
@@ -199,7 +200,7 @@ public final class Service {
         if let address = config.operations.httpListen, let http {
             logger.notice("HTTP metrics and lookups on \(address.host.isIPv4 ? address.host.description : "[\(address.host)]"):\(http.boundPort)")
         }
-        logger.notice("serving on \(addresses) with \(count) worker\(count == 1 ? "" : "s") (mode \(config.mode.rawValue)); control socket \(config.controlSocket)")
+        logger.notice("serving on \(addresses) with \(count) worker\(count == 1 ? "" : "s") (mode \(config.mode.rawValue), udp-steering \(config.udpSteering.rawValue)); control socket \(config.controlSocket)")
         notifier.send("READY=1\nSTATUS=serving on \(addresses)\nMAINPID=\(getpid())")
 
         controlLoop(signals: signals)

@@ -144,6 +144,19 @@ final class Worker: @unchecked Sendable {
     /// Wakes the worker from epoll_wait (used to stop it).
     func wake() { Poll.post(wakeFD) }
 
+    /// `udp-steering = spread`: each UDP listen address's SO_REUSEPORT group picks a random
+    /// socket per datagram. Called on one worker once every worker has bound its sockets, with
+    /// their count: the group is then complete, and its sockets are indexed in bind order, so
+    /// `count` covers exactly the workers' sockets (a restart builds new groups for a new
+    /// count; `workers` and `udp-steering` are never changed by a reload).
+    func spreadUDP(over count: Int, listen: [ListenAddress]) throws(SystemError) {
+        for (fd, address) in zip(udpSockets, listen.filter { $0.transport == .udp }) {
+            do { try Socket.spreadReusePortGroup(fd, over: count) } catch {
+                throw SystemError("udp-steering = spread: attaching the reuseport program to \(address)", error.rawValue)
+            }
+        }
+    }
+
     /// The ports actually bound, for tests that listen on port 0.
     var boundUDPPorts: [UInt16] { udpSockets.map(ListenSocket.boundPort) }
     var boundTCPPorts: [UInt16] { tcpListeners.map(ListenSocket.boundPort) }

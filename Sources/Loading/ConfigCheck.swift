@@ -100,6 +100,7 @@ public struct ConfigCheck {
         for address in config.listen { out += "listen: \(address)\n" }
         if config.listen.isEmpty { out += "listen: none (lookupd serve needs a listen line)\n" }
         out += "mode: \(config.mode.rawValue)\n"
+        out += "udp-steering: \(config.udpSteering.rawValue)\n"
         if let http = config.operations.httpListen {
             out += "http-listen: \(String(http.description.dropFirst("tcp:".count)))\(config.operations.httpWriteTokenFile == nil ? "" : " (with the write API)")\n"
         }
@@ -130,6 +131,7 @@ public struct ConfigCheck {
         diagnosticsJSON(&w, warnings)
         w.field("numbering_plan", config.map { "\($0.plan)" })
         w.field("mode", config?.mode.rawValue)
+        w.field("udp_steering", config?.udpSteering.rawValue)
         w.field("listen", strings: config?.listen.map { "\($0)" } ?? [])
         w.field("http_listen", config?.operations.httpListen.map { String($0.description.dropFirst("tcp:".count)) })
         w.key("directories")

@@ -63,6 +63,16 @@ public enum Socket {
         return setsockopt(fd, level, name, &v, socklen_t(MemoryLayout<Int32>.size)) == 0
     }
 
+    /// Makes the SO_REUSEPORT group `fd` belongs to pick a random one of its first `count`
+    /// sockets for each datagram instead of hashing the 4-tuple (SO_ATTACH_REUSEPORT_CBPF):
+    /// one flow is then shared by every socket. The program is the group's, so one call
+    /// through any member serves all; `count` must be the group's size, since an index past
+    /// the last socket makes the kernel fall back to the hash.
+    public static func spreadReusePortGroup(_ fd: Int32, over count: Int) throws(Errno) {
+        guard count > 0, count <= Int(UInt32.max) else { throw Errno.invalidArgument }
+        if lookupd_attach_reuseport_random(fd, UInt32(count)) != 0 { throw Errno.current }
+    }
+
     /// SO_RCVTIMEO and SO_SNDTIMEO, for a blocking socket that must not wait forever.
     public static func setTimeouts(_ fd: Int32, seconds: Int) {
         var t = timeval(tv_sec: seconds, tv_usec: 0)

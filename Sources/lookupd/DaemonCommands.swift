@@ -101,7 +101,7 @@ let reloadCommand = Command(
     wrong, the daemon keeps serving the old set and this command prints why.
 
     Prints what the reload did: the changed configuration keys now in force
-    (applied), those that take effect only on restart (listen, workers,
+    (applied), those that take effect only on restart (listen, workers, udp-steering,
     control-socket, state-directory, max-message-size, http-listen, log-file,
     log-file-max-size, log-file-keep, mode, upstream: the old values stay in
     force meanwhile), every line or file of a contacts list and every

@@ -56,6 +56,7 @@ final class CheckConfigTests: CLITestCase {
         XCTAssertEqual(r.stdoutLines.first, "\(sound): ok")
         XCTAssertTrue(r.stdoutLines.contains("listen: udp:127.0.0.1:5099"), r.stdout)
         XCTAssertTrue(r.stdoutLines.contains("http-listen: 127.0.0.1:9180"), r.stdout)
+        XCTAssertTrue(r.stdoutLines.contains("udp-steering: flow"), r.stdout)
         XCTAssertTrue(r.stdoutLines.contains { $0.hasPrefix("directory good: ") && $0.hasSuffix("1 number, 0 prefix rules") }, r.stdout)
         XCTAssertTrue(r.stdoutLines.contains { $0.hasPrefix("numbering plan: ") }, r.stdout)
     }
@@ -94,6 +95,7 @@ final class CheckConfigTests: CLITestCase {
         XCTAssertEqual(o["ok"] as? Bool, true)
         XCTAssertEqual(o["listen"] as? [String], ["udp:127.0.0.1:5099", "tcp:127.0.0.1:5099"])
         XCTAssertEqual(o["mode"] as? String, "redirect")
+        XCTAssertEqual(o["udp_steering"] as? String, "flow")
         XCTAssertTrue(o["http_listen"] is NSNull)
         let directory = try XCTUnwrap((o["directories"] as? [[String: Any]])?.first)
         // Against the file itself: inspect --json reads the same counts.

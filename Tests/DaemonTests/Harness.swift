@@ -40,6 +40,20 @@ func freeLoopbackPort() -> UInt16 {
     fatalError("no free loopback port")
 }
 
+/// connect(2) `fd` to `address` (a sockaddr_in, sockaddr_in6 or sockaddr_un); on failure
+/// closes `fd` and throws, naming `what`.
+func connectOrClose<Address>(_ fd: Int32, to address: Address, _ what: String) throws {
+    var address = address
+    let rc = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<Address>.size)) }
+    }
+    guard rc == 0 else {
+        let e = errno
+        close(fd)
+        throw HarnessError.failed("connect \(what): \(String(cString: strerror(e)))")
+    }
+}
+
 func socketAddress(_ ip: String, _ port: UInt16) -> sockaddr_in {
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)

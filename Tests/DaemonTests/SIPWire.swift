@@ -76,15 +76,7 @@ func connectLoopback(to port: UInt16, from ip: String) throws -> Int32 {
         close(fd)
         throw HarnessError.failed("bind \(ip): \(String(cString: strerror(e)))")
     }
-    var address = socketAddress("127.0.0.1", port)
-    let rc = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard rc == 0 else {
-        let e = errno
-        close(fd)
-        throw HarnessError.failed("connect 127.0.0.1:\(port): \(String(cString: strerror(e)))")
-    }
+    try connectOrClose(fd, to: socketAddress("127.0.0.1", port), "127.0.0.1:\(port)")
     return fd
 }
 

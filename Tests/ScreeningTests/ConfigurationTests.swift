@@ -177,7 +177,8 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(c.replication?.node, "node-a")
         // The keys of redirect mode only (the text above is a proxy's), and block-treatment,
         // which would take the place of the 603+ above.
-        let redirectOnly = "\nredirect-target = sip:pbx.example.net;transport=udp\nblock-treatment = reject 486\n"
+        let redirectOnly = "\nredirect-target = sip:pbx.example.net;transport=udp\nblock-treatment = reject 486\nudp-steering = spread\n"
+        XCTAssertEqual(try parse(redirectOnly).udpSteering, .spread)
         XCTAssertEqual(try parse(redirectOnly).treatment.redirectTarget?.text, "sip:pbx.example.net;transport=udp")
         XCTAssertEqual(try parse(redirectOnly).treatment.blockTreatment, .rejectWith(486))
         // Every key the parser knows appears in this test.
@@ -312,6 +313,7 @@ final class ConfigurationTests: XCTestCase {
             ("workers = 0", "workers: expected auto or a number from 1 to 256"),
             ("workers = 257", "workers: expected auto or a number from 1 to 256"),
             ("workers = many", "workers: expected auto or a number from 1 to 256"),
+            ("udp-steering = random", "udp-steering: expected flow or spread"),
             ("allow-from = 192.0.2.0/33", "allow-from: '192.0.2.0/33' is not an address or address block (e.g. 192.0.2.0/24, ::1)"),
             ("allow-from = localhost", "allow-from: 'localhost' is not an address or address block (e.g. 192.0.2.0/24, ::1)"),
             ("allow-from = ,", "allow-from: expected at least one address block"),

@@ -50,5 +50,24 @@ final class ProxyConfigTests: XCTestCase {
         XCTAssertTrue(error("mode = proxy\nupstream = 192.0.2.20:5060\nlabel-in-asserted-identity = maybe\n").contains("expected yes or no"))
         XCTAssertTrue(error("mode = proxy\nupstream = 192.0.2.20:5060\nupstream-probe-interval = -1\n").contains("expected seconds from 0 to 3600"))
         XCTAssertTrue(error("mode = relay\n").contains("mode: expected redirect or proxy"))
+        XCTAssertTrue(error("mode = proxy\nudp-steering = spread\nupstream = 192.0.2.20:5060\n").hasPrefix("\(path):2: udp-steering = spread needs mode = redirect"))
+    }
+
+    /// udp-steering: flow by default in both modes; spread only where answers are stateless.
+    func testUDPSteering() throws {
+        XCTAssertEqual(try ConfigParser.parse("mode = proxy\nupstream = 192.0.2.20:5060\n", path: path).udpSteering, .flow)
+        XCTAssertEqual(try ConfigParser.parse("mode = proxy\nupstream = 192.0.2.20:5060\nudp-steering = flow\n", path: path).udpSteering, .flow)
+        XCTAssertEqual(try ConfigParser.parse("", path: path).udpSteering, .flow)
+        XCTAssertEqual(try ConfigParser.parse("udp-steering = spread\n", path: path).udpSteering, .spread)
+    }
+
+    /// Every worker binds every listen address: one given twice is an error naming both lines,
+    /// while one port over UDP and TCP, or over IPv4 and IPv6, is two addresses.
+    func testDuplicateListenAddressNamesTheLines() throws {
+        XCTAssertEqual(error("listen = udp:127.0.0.1:5060\nlisten = tcp:127.0.0.1:5060\nlisten = udp:127.0.0.1:5060\n"),
+                       "\(path):3: listen: udp:127.0.0.1:5060 is already listed on line 1")
+        XCTAssertEqual(error("listen = udp:[::1]:5060\n# same\nlisten = udp:[0:0::1]:5060\n"), "\(path):3: listen: udp:[::1]:5060 is already listed on line 1")
+        let config = try ConfigParser.parse("listen = udp:127.0.0.1:5060\nlisten = tcp:127.0.0.1:5060\nlisten = udp:[::1]:5060\n", path: path)
+        XCTAssertEqual(config.listen.count, 3)
     }
 }

@@ -22,6 +22,11 @@ int lookupd_sendmmsg(int fd, struct lookupd_mmsghdr *messages, unsigned int coun
 int lookupd_accept4(int fd, struct sockaddr *address, socklen_t *length, int flags);
 long lookupd_copy_file_range(int from, int to, unsigned long length);
 
+// SO_ATTACH_REUSEPORT_CBPF with a program that picks socket (random % count) of the
+// SO_REUSEPORT group `fd` belongs to; 0, or -1 with errno. linux/filter.h's macros and
+// structs are not imported by Swift.
+int lookupd_attach_reuseport_random(int fd, unsigned int count);
+
 // O_TMPFILE, a macro Swift does not import.
 int lookupd_o_tmpfile(void);
 
