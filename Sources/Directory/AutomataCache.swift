@@ -1,3 +1,4 @@
+import Synchronization
 import Glibc
 import SystemCalls
 
@@ -25,6 +26,12 @@ enum AutomataCache {
     static let rowLength = CallingCode.maxLength + 1
 
     static func fileName(_ cc: Int) -> String { "automata-v\(version)-\(cc).cache" }
+
+    /// Whether this process writes the tables it had to compile. `lookupd serve` reads the
+    /// cache but writes nothing (`NumberingData.readAutomataCacheOnly()`): the daemon meets
+    /// a calling code first on a worker thread, in the middle of a call, where writing and
+    /// fsyncing a file would hold that call up; a long-lived process gains little from it.
+    static let writes = Atomic<Bool>(true)
 
     /// The executable that derives the tables, as the key names it; nil when it cannot be
     /// identified (then no automata cache is read or written).
@@ -205,6 +212,7 @@ enum AutomataCache {
             note = "absent"
         }
         let code = CallingCode(countryCode: cc, territories: members, all: all)
+        guard writes.load(ordering: .relaxed) else { return (code, "compiled (cache \(note); read-only in this process)") }
         do {
             try NumberingCache.makeFolders(folder)
             try writeFileAtomically(path, contents: encode(code, key: key), permissions: 0o644)

@@ -25,6 +25,10 @@ public final class NumberingData: @unchecked Sendable {
         return NumberingData(snapshot, source: source, automataFolder: folder)
     }()
 
+    /// Makes this process read the automata cache without writing it (`lookupd serve`:
+    /// see `AutomataCache.writes`). Call before any number is read.
+    public static func readAutomataCacheOnly() { AutomataCache.writes.store(false, ordering: .relaxed) }
+
     /// Where the metadata came from in this process (`lookupd --version` says).
     public let source: NumberingCache.Source
 

@@ -1,4 +1,5 @@
 import Configuration
+import Directory
 import Daemon
 import Glibc
 import TextFormats
@@ -48,6 +49,7 @@ private func runServe(_ raw: [String]) throws -> Int32 {
     if args.flag("help") { return printUsage(serveCommand) }
     guard args.positionals.isEmpty else { throw UsageError("unexpected argument '\(args.positionals[0])'") }
     let path = try ConfigLocation.path(explicit: try args.value("config"))
+    NumberingData.readAutomataCacheOnly()
     do {
         let service = try Service(options: Service.Options(configPath: path, version: lookupdVersion))
         return try service.run()

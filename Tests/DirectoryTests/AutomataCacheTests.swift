@@ -137,4 +137,21 @@ final class AutomataCacheTests: XCTestCase {
             XCTAssertEqual(againOrigin, "cache", what)
         }
     }
+
+    /// `lookupd serve` reads the cache but never writes it (a worker would fsync mid-call):
+    /// with writes off, a missing file is compiled in memory and not created.
+    func testAReadOnlyProcessCompilesWithoutWriting() throws {
+        let data = Self.compiled
+        let cc = 39
+        let folder = TemporaryFolder()
+        defer { folder.cleanup() }
+        NumberingData.readAutomataCacheOnly()
+        defer { AutomataCache.writes.store(true, ordering: .relaxed) }
+        let (loaded, origin) = AutomataCache.load(folder: folder.path, countryCode: cc, members: data.territories(ofCountryCode: cc),
+                                                  all: data.territories, fingerprint: data.fingerprint)
+        Self.kept.append(loaded)
+        XCTAssertEqual(origin, "compiled (cache absent; read-only in this process)")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: folder.file(AutomataCache.fileName(cc))))
+        XCTAssertEqual(loaded.stateCount, try XCTUnwrap(Self.compiledCode(cc)).stateCount)
+    }
 }
