@@ -104,20 +104,20 @@ public final class DirectoryEntrySink {
     private let plan: DirectoryPlan
     private let sealer: BlockSealer
     private let path: String
-    private var levels: [Level] = []
+    @exclusivity(unchecked) private var levels: [Level] = []
     /// The slot the next exact entry goes to (0 when all are placed).
-    private var slot = 0
-    private(set) var exactCount = 0
-    private(set) var prefixCount = 0
-    private var lastKey: UInt64 = 0
-    private var lastPrefix: UInt64 = 0
-    private(set) var blocked: UInt64 = 0
+    @exclusivity(unchecked) private var slot = 0
+    @exclusivity(unchecked) private(set) var exactCount = 0
+    @exclusivity(unchecked) private(set) var prefixCount = 0
+    @exclusivity(unchecked) private var lastKey: UInt64 = 0
+    @exclusivity(unchecked) private var lastPrefix: UInt64 = 0
+    @exclusivity(unchecked) private(set) var blocked: UInt64 = 0
     /// Allow entries written: the file is then version 3.
-    private(set) var allowing: UInt64 = 0
-    private(set) var identified: UInt64 = 0
-    private(set) var prefixMask: UInt32 = 0
+    @exclusivity(unchecked) private(set) var allowing: UInt64 = 0
+    @exclusivity(unchecked) private(set) var identified: UInt64 = 0
+    @exclusivity(unchecked) private(set) var prefixMask: UInt32 = 0
     private var prefixBuffer: UnsafeMutableRawPointer
-    private var prefixBuffered = 0
+    @exclusivity(unchecked) private var prefixBuffered = 0
     private static let prefixBufferRecords = 4096
     /// Slots buffered per level before a write: 128 KiB of keys.
     private static let levelCapacity = 16384

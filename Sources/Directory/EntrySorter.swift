@@ -43,14 +43,14 @@ final class EntrySorter {
     let capacity: Int
     private let folderParent: String?
     private var folder: String? = nil
-    private var buffer: UnsafeMutablePointer<Packed>
+    @exclusivity(unchecked) private var buffer: UnsafeMutablePointer<Packed>
     private var scratch: UnsafeMutablePointer<Packed>? = nil
-    private(set) var count = 0
-    private var runBase: UInt64 = 0
+    @exclusivity(unchecked) private(set) var count = 0
+    @exclusivity(unchecked) private var runBase: UInt64 = 0
     private var runs: [Run] = []
     /// Bytes written to runs so far, for the summary.
     private(set) var spilledBytes = 0
-    private(set) var totalRecords = 0
+    @exclusivity(unchecked) private(set) var totalRecords = 0
 
     private struct Run {
         var path: String
@@ -69,7 +69,7 @@ final class EntrySorter {
         bufferCapacity = folder == nil ? 1024 : self.capacity
     }
 
-    private var bufferCapacity: Int
+    @exclusivity(unchecked) private var bufferCapacity: Int
 
     deinit {
         buffer.deallocate()
@@ -319,9 +319,9 @@ final class VarintReader {
     let path: String
     private let buffer: UnsafeMutablePointer<UInt8>
     private let size: Int
-    private var start = 0
-    private var end = 0
-    private var atEnd = false
+    @exclusivity(unchecked) private var start = 0
+    @exclusivity(unchecked) private var end = 0
+    @exclusivity(unchecked) private var atEnd = false
 
     init(_ path: String, bufferSize: Int = 1 << 20) throws(DirectoryError) {
         do { fd = try FileDescriptor.open(path, O_RDONLY | O_CLOEXEC) } catch {
@@ -371,9 +371,9 @@ final class VarintReader {
 /// One run being merged.
 final class RunCursor {
     private let reader: VarintReader
-    private var remaining: Int
+    @exclusivity(unchecked) private var remaining: Int
     private let base: UInt64
-    private(set) var current = SortedRecord(key: 0, origin: 0, value: 0)
+    @exclusivity(unchecked) private(set) var current = SortedRecord(key: 0, origin: 0, value: 0)
 
     init(_ path: String, records: Int, base: UInt64, bufferSize: Int) throws(DirectoryError) {
         reader = try VarintReader(path, bufferSize: bufferSize)
@@ -403,13 +403,13 @@ final class RunCursor {
 final class KeptSpool {
     private let folder: String?
     private var path: String? = nil
-    private var writer: VarintWriter? = nil
-    private var keys: [UInt64] = []
-    private var values: [UInt32] = []
-    private var previous: UInt64 = 0
-    private(set) var count = 0
+    @exclusivity(unchecked) private var writer: VarintWriter? = nil
+    @exclusivity(unchecked) private var keys: [UInt64] = []
+    @exclusivity(unchecked) private var values: [UInt32] = []
+    @exclusivity(unchecked) private var previous: UInt64 = 0
+    @exclusivity(unchecked) private(set) var count = 0
     /// Exact entries come first (their keys have bit 63 clear).
-    private(set) var exactCount = 0
+    @exclusivity(unchecked) private(set) var exactCount = 0
     private(set) var bytes = 0
 
     /// `folder` nil: in memory.

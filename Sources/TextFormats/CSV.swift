@@ -194,6 +194,10 @@ enum CSVParser {
                     _ body: (CSVRecord) throws -> Void) throws -> (consumed: Int, nextLine: Int) {
         // With a tab delimiter a tab is never padding.
         let blank2: UInt8 = d == ASCII.tab ? ASCII.space : ASCII.tab
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let delimiters = UInt64(d) &* ones, lineFeeds = UInt64(ASCII.lf) &* ones, returns = UInt64(ASCII.cr) &* ones
+        /// High bit set in each zero byte of `x` (and maybe above the lowest one).
+        @inline(__always) func zeroBytes(_ x: UInt64) -> UInt64 { (x &- ones) & ~x & 0x8080_8080_8080_8080 }
         var spanCapacity = 16
         var spans = UnsafeMutablePointer<CSVFieldSpan>.allocate(capacity: spanCapacity)
         var scratchCapacity = 256
@@ -312,6 +316,20 @@ enum CSVParser {
                     }
                 } else {
                     let start = i
+                    // Eight bytes a step to the delimiter or the line end: the
+                    // lowest byte the zero-byte test flags is exact. `high`
+                    // only decides whether the record's UTF-8 is checked, so
+                    // it may take in the bytes after the stop.
+                    while i + 8 <= end {
+                        let w = UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)
+                        let stops = zeroBytes(w ^ delimiters) | zeroBytes(w ^ lineFeeds) | zeroBytes(w ^ returns)
+                        if w & 0x8080_8080_8080_8080 != 0 { high |= 0x80 }
+                        if stops != 0 {
+                            i += stops.trailingZeroBitCount >> 3
+                            break
+                        }
+                        i += 8
+                    }
                     while i < end {
                         b = p[i]
                         if b == d || b == ASCII.lf || b == ASCII.cr { break }
