@@ -30,28 +30,38 @@ enum DecisionID {
         return ip.withUTF8 { ipBytes in
             let capacity = 6 * 4 + callID.count + fromTag.count + 4 + branch.count + ipBytes.count + 2
             return withUnsafeTemporaryAllocation(byteCount: capacity, alignment: 8) { buffer in
+                // Written with an offset passed along, not a nested function capturing it: a
+                // captured variable got a run-time exclusivity check on every use.
                 var at = 0
-                func add(_ bytes: UnsafeRawBufferPointer) {
-                    // Length first, so that no two field lists hash as one.
-                    buffer.storeBytes(of: UInt32(truncatingIfNeeded: bytes.count).littleEndian, toByteOffset: at, as: UInt32.self)
-                    at += 4
-                    if let base = bytes.baseAddress, bytes.count > 0 {
-                        (buffer.baseAddress! + at).copyMemory(from: base, byteCount: bytes.count)
-                        at += bytes.count
-                    }
-                }
-                add(callID)
-                add(fromTag)
-                var cseq = request.cseqNumber.littleEndian
-                withUnsafeBytes(of: &cseq) { add($0) }
-                add(branch)
-                add(UnsafeRawBufferPointer(ipBytes))
-                var port = source.port.littleEndian
-                withUnsafeBytes(of: &port) { add($0) }
+                put(callID, into: buffer, at: &at)
+                put(fromTag, into: buffer, at: &at)
+                put(request.cseqNumber, into: buffer, at: &at)
+                put(branch, into: buffer, at: &at)
+                put(UnsafeRawBufferPointer(ipBytes), into: buffer, at: &at)
+                put(source.port, into: buffer, at: &at)
                 let fields = UnsafeRawBufferPointer(start: buffer.baseAddress, count: at)
                 return (XXH64.hash(fields, seed: 0x7265_6472_6573_7331), XXH64.hash(fields, seed: 0x6c6f_6f6b_7570_6431))
             }
         }
+    }
+
+    /// One field: its length first, so that no two field lists hash as one, then its bytes.
+    @inline(__always)
+    private static func put(_ bytes: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer, at: inout Int) {
+        buffer.storeBytes(of: UInt32(truncatingIfNeeded: bytes.count).littleEndian, toByteOffset: at, as: UInt32.self)
+        at += 4
+        if let base = bytes.baseAddress, bytes.count > 0 {
+            (buffer.baseAddress! + at).copyMemory(from: base, byteCount: bytes.count)
+            at += bytes.count
+        }
+    }
+
+    /// A fixed-width integer field, little-endian, after its length.
+    @inline(__always)
+    private static func put<T: FixedWidthInteger>(_ value: T, into buffer: UnsafeMutableRawBufferPointer, at: inout Int) {
+        buffer.storeBytes(of: UInt32(MemoryLayout<T>.size).littleEndian, toByteOffset: at, as: UInt32.self)
+        buffer.storeBytes(of: value.littleEndian, toByteOffset: at + 4, as: T.self)
+        at += 4 + MemoryLayout<T>.size
     }
 
     /// The id of the `sequence`th lookup of a daemon whose start drew `nonce`: an HTTP lookup
