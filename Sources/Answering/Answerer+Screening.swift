@@ -71,14 +71,19 @@ extension Answerer {
         let empty = UnsafeRawBufferPointer(start: nil, count: 0)
         line.begin(set.policy.logFormat, at: now)
         line.field("verdict", d.verdict.rawValue)
-        if let number = d.number { line.field("caller", number.description) } else { line.field("caller", request.from.uri.userOrNumber?.bytes ?? empty) }
+        if let number = d.number { line.e164("caller", number.value) } else { line.field("caller", request.from.uri.userOrNumber?.bytes ?? empty) }
         line.field("callee", request.requestURI.user?.bytes ?? empty)
         line.number("response", status)
         line.decisionFields(d, set: set, now: now)
         line.field("call-id", request.callID.bytes)
-        line.field("from", source.ip.contains(":") ? "[\(source.ip)]:\(source.port)" : "\(source.ip):\(source.port)")
+        line.address("from", ip: source.ip, port: source.port)
         // The decision id (the one a 603+ gave the caller, who quotes it asking for redress).
-        line.field("id", id ?? DecisionID.make(request, source: source))
+        if let id {
+            line.field("id", id)
+        } else {
+            let (high, low) = DecisionID.words(request, source: source)
+            line.hex("id", high, low)
+        }
         // What a blocked call got (block-treatment): reject, reject-CODE or redirect.
         if d.verdict == .blocked, let treatment { line.field("treatment", treatment) }
         // Last: the caller's own text.
@@ -104,7 +109,7 @@ extension DecisionLine {
     mutating func decisionFields(_ d: Decision, set: ServingSet, now: WallTime) {
         if let label = d.label { set.screening.withLabel(label) { field("label", $0) } }
         if let s = d.source { field("source", set.screening.sourceName(s)) }
-        if let m = d.match { field("match", m.description) }
+        if let m = d.match { pattern("match", m) }
         if let record = d.journalRecord { number("record", Int(record)) }
         if let revision = d.replicatedRevision { number("revision", Int(revision)) }
         if let policy = d.policy { field("policy", policy.rawValue) }
@@ -119,7 +124,7 @@ extension DecisionLine {
             }
         }
         // The rule that decided: the entry (exact number or prefix rule), else the policy.
-        if let m = d.match { field("rule", m.description) } else if let policy = d.policy { field("rule", "policy:" + policy.rawValue) }
+        if let m = d.match { pattern("rule", m) } else if let policy = d.policy { field("rule", "policy:" + policy.rawValue) }
     }
 
     /// `calls`: a call's line, which the status page's recent calls may list.
@@ -151,7 +156,7 @@ public struct LookupLogLine {
         guard log.enabled(level) || (decided && log.writesFile) else { return }
         line.begin(set.policy.logFormat, at: now)
         line.field("verdict", d.verdict.rawValue)
-        if let number = d.number { line.field("caller", number.description) } else { line.field("caller", input) }
+        if let number = d.number { line.e164("caller", number.value) } else { line.field("caller", input) }
         line.field("callee", callee)
         line.decisionFields(d, set: set, now: now)
         line.field("via", "http")

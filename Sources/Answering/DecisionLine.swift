@@ -1,4 +1,5 @@
 import Configuration
+import Directory
 import Screening
 import TextFormats
 import TextRules
@@ -67,15 +68,84 @@ public struct DecisionLine {
         }
     }
 
-    // Every logged call writes these; Array(String.utf8) and String(Int) allocated each time.
-    private mutating func append(_ text: StaticString) {
-        bytes.append(contentsOf: UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    /// A field whose value is plain printable ASCII by construction (digits, `+`, `*`, hex, an
+    /// address): written in place, quoted in JSON, as `field` would write it, with no String.
+    private mutating func plainField(_ key: StaticString, _ write: (inout [UInt8]) -> Void) {
+        let name = UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount)
+        if format == .json {
+            bytes.append(0x2C)
+            bytes.append(0x22)
+            bytes.append(contentsOf: name)
+            bytes.append(0x22)
+            bytes.append(0x3A)
+            bytes.append(0x22)
+            write(&bytes)
+            bytes.append(0x22)
+        } else {
+            bytes.append(0x20)
+            bytes.append(contentsOf: name)
+            bytes.append(UInt8(ascii: "="))
+            write(&bytes)
+        }
     }
 
-    private mutating func appendDecimal(_ value: Int) {
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: Int.min has 19 digits
+    /// `+` and the digits (`PhoneNumber.description`), with `*` for a prefix (`NumberPrefix`'s).
+    mutating func e164(_ key: StaticString, _ digits: UInt64, prefix: Bool = false) {
+        plainField(key) { bytes in
+            bytes.append(UInt8(ascii: "+"))
+            DecisionLine.appendDigits(digits, to: &bytes)
+            if prefix { bytes.append(UInt8(ascii: "*")) }
+        }
+    }
+
+    /// A directory match as `NumberPattern.description` writes it.
+    mutating func pattern(_ key: StaticString, _ pattern: NumberPattern) {
+        switch pattern {
+        case .exact(let number): e164(key, number.value)
+        case .prefix(let p): e164(key, p.digits, prefix: true)
+        }
+    }
+
+    /// 32 lowercase hex digits, high word first (`DecisionID.hex`).
+    mutating func hex(_ key: StaticString, _ high: UInt64, _ low: UInt64) {
+        plainField(key) { bytes in
+            let table = DecisionLine.hexDigits.utf8Start
+            for i in 0..<16 { bytes.append(table[Int((high >> UInt64(60 - 4 * i)) & 0xF)]) }
+            for i in 0..<16 { bytes.append(table[Int((low >> UInt64(60 - 4 * i)) & 0xF)]) }
+        }
+    }
+
+    /// `ip:port`, an IPv6 address in brackets. `ip` is an address's text (hex digits, `.`,
+    /// `:`), plain in both formats; anything else goes through `field`'s escaping.
+    mutating func address(_ key: StaticString, ip: String, port: UInt16) {
+        var ip = ip
+        let plain = ip.withUTF8 { $0.allSatisfy { DecisionLine.isAddressByte($0) } }
+        guard plain, !ip.isEmpty else {
+            field(key, ip.utf8.contains(UInt8(ascii: ":")) ? "[\(ip)]:\(port)" : "\(ip):\(port)")
+            return
+        }
+        plainField(key) { bytes in
+            ip.withUTF8 { text in
+                let v6 = text.contains(UInt8(ascii: ":"))
+                if v6 { bytes.append(UInt8(ascii: "[")) }
+                bytes.append(contentsOf: text)
+                if v6 { bytes.append(UInt8(ascii: "]")) }
+            }
+            bytes.append(UInt8(ascii: ":"))
+            DecisionLine.appendDigits(UInt64(port), to: &bytes)
+        }
+    }
+
+    private static func isAddressByte(_ b: UInt8) -> Bool {
+        (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || (b | 0x20 >= UInt8(ascii: "a") && b | 0x20 <= UInt8(ascii: "f"))
+            || b == UInt8(ascii: ".") || b == UInt8(ascii: ":")
+    }
+
+    private static let hexDigits: StaticString = "0123456789abcdef"
+
+    private static func appendDigits(_ value: UInt64, to bytes: inout [UInt8]) {
+        var magnitude = value
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: UInt64.max has 20 digits
         var count = 0
         withUnsafeMutableBytes(of: &digits) { buffer in
             repeat {
@@ -85,6 +155,16 @@ public struct DecisionLine {
             } while magnitude != 0
             bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(24 - count)...]))
         }
+    }
+
+    // Every logged call writes these; Array(String.utf8) and String(Int) allocated each time.
+    private mutating func append(_ text: StaticString) {
+        bytes.append(contentsOf: UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    private mutating func appendDecimal(_ value: Int) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        DecisionLine.appendDigits(UInt64(value.magnitude), to: &bytes)
     }
 
     mutating func end() {

@@ -135,9 +135,15 @@ public final class LogSink: @unchecked Sendable {
     /// The last blocked and identified calls' decision-log lines, newest first.
     var recentCalls: [[UInt8]] { pending.withLock { $0.recent.newestFirst } }
 
+    /// Line ends, found with memchr: a byte-by-byte count cost about 200 instructions per call.
     private static func lines(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+        guard var p = bytes.baseAddress else { return 0 }
+        let end = p + bytes.count
         var n: UInt64 = 0
-        for b in bytes where b == 0x0A { n += 1 }
+        while p < end, let found = memchr(p, 0x0A, end - p) {
+            n += 1
+            p = UnsafeRawPointer(found) + 1
+        }
         return n
     }
 

@@ -248,6 +248,17 @@ public final class DirectoryFile: @unchecked Sendable {
     public func withLabel<R>(_ id: UInt32, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         let bytes = labelBytes(id)
         guard guardSlot >= 0, bytes.count > 0 else { return try body(bytes) }
+        // Most labels fit a fixed buffer on the stack. withUnsafeTemporaryAllocation, in this
+        // generic function (not specialised for callers in other modules), instantiated the
+        // metadata of a Result<R, Error> on every call: some 500 instructions per label.
+        if bytes.count <= 256 {
+            var room = InlineArray<256, UInt8>(repeating: 0)
+            return try withUnsafeMutableBytes(of: &room) { copy in
+                lookupd_guard_copy(copy.baseAddress!, bytes.baseAddress!, bytes.count)
+                if lookupd_guard_faulted(guardSlot) != 0 { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+                return try body(UnsafeRawBufferPointer(start: copy.baseAddress, count: bytes.count))
+            }
+        }
         return try withUnsafeTemporaryAllocation(byteCount: bytes.count, alignment: 1) { copy in
             lookupd_guard_copy(copy.baseAddress!, bytes.baseAddress!, bytes.count)
             if lookupd_guard_faulted(guardSlot) != 0 { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }

@@ -123,6 +123,13 @@ final class MessageStore {
     @exclusivity(unchecked) var arena: Arena
 
     @exclusivity(unchecked) var state = State.empty
+    /// The response texts `writeResponse` last found valid. The same configured reason phrase,
+    /// label header name and source address text come with response after response, so equal
+    /// ones (the same storage, usually: a cheap comparison) are not validated byte by byte again.
+    /// Kept across packets: they depend on the texts alone, never on the request.
+    @exclusivity(unchecked) var validReasonPhrase: String?
+    @exclusivity(unchecked) var validLabelHeaderName: String?
+    @exclusivity(unchecked) var validSourceIP: String?
     /// A bare CR or a stray NUL somewhere in the header section: such a packet is never
     /// answered, because copying its headers could put a line break on the wire.
     @exclusivity(unchecked) var hasUnsafeBytes = false

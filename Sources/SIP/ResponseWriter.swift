@@ -168,14 +168,15 @@ extension SIPRequest {
         let s = store
         guard s.state != .empty else { throw .noRequest }
         guard (100...699).contains(response.statusCode) else { throw .invalidStatusCode }
-        guard isSafeHeaderValue(response.reasonPhrase) else { throw .invalidReasonPhrase }
-        guard isIPAddressText(response.source.ip) else { throw .invalidSourceAddress }
-        guard isTokenString(response.labelHeaderName) else { throw .invalidLabelHeaderName }
+        guard valid(response.reasonPhrase, known: &s.validReasonPhrase, isSafeHeaderValue) else { throw .invalidReasonPhrase }
+        guard valid(response.source.ip, known: &s.validSourceIP, isIPAddressText) else { throw .invalidSourceAddress }
+        guard valid(response.labelHeaderName, known: &s.validLabelHeaderName, isTokenString) else { throw .invalidLabelHeaderName }
         for h in response.headers where !isTokenString(h.name) || !isSafeHeaderValue(h.value) {
             throw .invalidHeaderField(h.name)
         }
         switch response.contact {
-        case .requestURI: guard isSafeURI(s.requestURIText) else { throw .invalidContact }
+        // A complete parse has already refused a Request-URI that is not safe here.
+        case .requestURI: guard s.state == .request || isSafeURI(s.requestURIText) else { throw .invalidContact }
         case .uri(let text): guard isSafeURI(text), !text.utf8.contains(UInt8(ascii: "?")) || !response.marksContact else { throw .invalidContact }
         case .requestUser(let scheme, let host):
             guard isTokenString(scheme), isSafeURI(scheme + ":" + host), !host.utf8.contains(UInt8(ascii: "?")),
@@ -298,6 +299,16 @@ extension SIPRequest {
         w.append("Content-Length: 0\r\n\r\n")
         guard !w.overflowed else { throw .bufferTooSmall }
         return SIPWriteResult(byteCount: w.count, labelRefusal: labelRefusal, identityOmitted: identityOmitted)
+    }
+
+    /// `check(text)`, remembered in `known` for the next response: equal to the text last
+    /// found valid, it is valid.
+    @inline(__always)
+    private func valid(_ text: String, known: inout String?, _ check: (String) -> Bool) -> Bool {
+        if let known, known == text { return true }
+        guard check(text) else { return false }
+        known = text
+        return true
     }
 
     private func appendMark(user: UnsafeRawBufferPointer, into w: inout ByteWriter) {

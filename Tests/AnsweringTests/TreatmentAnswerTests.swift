@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
 @testable import Answering
+import Directory
+import SIP
 
 /// Issue 17, first part: how a rejection is worded. 603+ per ATIS-1000099 with redress and a
 /// decision id, 433 for withheld callers, RFC 8688's jCard on 608, and no label toward the
@@ -68,6 +70,47 @@ final class TreatmentAnswerTests: XCTestCase {
         f.log.removeAll()
         _ = f.send(Requests.invite(from: "+8618600000000"))
         XCTAssertNotNil(String(decoding: f.log.bytes, as: UTF8.self).range(of: #" verdict=identified [^\n]* id=[0-9a-f]{32}[ \n]"#, options: .regularExpression))
+    }
+
+    func testDecisionIDIsTheStreamedHashOfItsFieldsInTheLogAndThe603Plus() throws {
+        // The id as first defined: two XXH64 states, each field fed after its length. The
+        // one-pass layout (DecisionID.words) must give the same words, and a line written
+        // without a 603+ (hex in place) the same digits as the 603+'s Reason.
+        func streamed(_ request: SIPRequest, ip: String, port: UInt16) -> String {
+            var low = XXH64(seed: 0x6c6f_6f6b_7570_6431), high = XXH64(seed: 0x7265_6472_6573_7331)
+            func add(_ bytes: UnsafeRawBufferPointer) {
+                var count = UInt32(bytes.count).littleEndian
+                withUnsafeBytes(of: &count) { low.update($0); high.update($0) }
+                low.update(bytes)
+                high.update(bytes)
+            }
+            let empty = UnsafeRawBufferPointer(start: nil, count: 0)
+            add(request.callID.bytes)
+            add(request.from.tag?.bytes ?? empty)
+            var cseq = request.cseqNumber.littleEndian
+            withUnsafeBytes(of: &cseq) { add($0) }
+            add(request.topVia.branch?.bytes ?? empty)
+            Array(ip.utf8).withUnsafeBytes { add($0) }
+            var p = port.littleEndian
+            withUnsafeBytes(of: &p) { add($0) }
+            return String(format: "%016llx%016llx", high.finalize(), low.finalize())
+        }
+        let parser = SIPParser()
+        for (i, source) in [("192.0.2.9", UInt16(5060)), ("2001:db8::7", 5062), ("198.51.100.200", 65535)].enumerated() {
+            for bytes in [Requests.invite(from: "+8613800138000"), Requests.invite(from: "+8613800138000", branch: "z9hG4bK\(i)x"),
+                          Requests.invite(fromHeader: "From: <sip:+8613800138000@example.net>")] {
+                guard case .request = parser.parse(bytes) else { return XCTFail("not parsed") }
+                let address = SIPSourceAddress(ip: source.0, port: source.1)
+                let (high, low) = DecisionID.words(parser.request, source: address)
+                XCTAssertEqual(DecisionID.hex(high, low), streamed(parser.request, ip: source.0, port: source.1))
+                XCTAssertEqual(DecisionID.make(parser.request, source: address), DecisionID.hex(high, low))
+            }
+        }
+        let rejecting = try AnsweringFixture(["block-response = 603+", "redress = tel=+18005550100 location=RLN"])
+        let quoted = try XCTUnwrap(ATISReason.id(rejecting.send(Requests.invite(from: "+8613800138000")).header("Reason").first ?? ""))
+        let plain = try AnsweringFixture()
+        _ = plain.send(Requests.invite(from: "+8613800138000"))
+        XCTAssertTrue(String(decoding: plain.log.bytes, as: UTF8.self).contains(" id=\(quoted)"), String(decoding: plain.log.bytes, as: UTF8.self))
     }
 
     func testDecisionIDDigitsAreBothWordsInFull() {
