@@ -159,7 +159,11 @@ final class JournalWatcher {
         entry.judged = now
         let header: DirectoryHeader
         do { header = try DirectoryFile.readHeader(path: path) } catch {
-            logger.warning("\(path) changed on disk and cannot be read (\(error)); still serving the file loaded before")
+            // The file served may be that same damaged inode (cut in place): then nothing is
+            // served from it, and saying otherwise would contradict DamageWatch's line.
+            logger.warning(current.isDamaged
+                ? "\(path) changed on disk and cannot be read (\(error)); nothing is answered from it until an intact file is installed"
+                : "\(path) changed on disk and cannot be read (\(error)); still serving the file loaded before")
             return nil
         }
         let journalID = entry.follower.state.journalID

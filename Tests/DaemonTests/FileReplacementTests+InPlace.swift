@@ -173,6 +173,7 @@ extension FileReplacementTests {
             XCTAssertGreaterThan(unknownAnswers, 0)
             XCTAssertGreaterThan(damaged, 0, stats.text)
             XCTAssertTrue(daemon.stderr.contains("\(configured) changed on disk while served: its size changed"), String(daemon.stderr.suffix(3000)))
+            XCTAssertFalse(daemon.stderr.contains("still serving the file loaded before"), String(daemon.stderr.suffix(3000)))
             XCTAssertTrue(daemon.stderr.contains("\(configured) changed on disk while served: it was written to"), String(daemon.stderr.suffix(3000)))
             XCTAssertTrue(daemon.stderr.contains("\(configured): new file in force in place of the damaged one"), String(daemon.stderr.suffix(3000)))
         }
