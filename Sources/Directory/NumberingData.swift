@@ -41,6 +41,11 @@ public final class NumberingData: @unchecked Sendable {
     var territories: TerritoryList { TerritoryList(data: self) }
     let territoryCount: Int
     private let snapshot: MetadataSnapshot
+    /// The numbering cache's records when `snapshot` reads from them: the same object its
+    /// `.cached` payload holds, also held as a plain reference. An enum payload's reference
+    /// carries the case in its spare bits, which LeakSanitizer does not read as a pointer,
+    /// so without this it reported the cache as leaked at every exit.
+    private let cachedRecords: CachedTerritories?
     private let territoryState: UnsafeMutablePointer<Atomic<UInt8>>
     private let territoryObjects: UnsafeMutablePointer<Unmanaged<Territory>?>
     /// Region code (`CN`) to territory index; non-geographic entities are not listed.
@@ -93,6 +98,7 @@ public final class NumberingData: @unchecked Sendable {
         var problems: [String] = []
         if !snapshot.ok { problems.append("libphonenumber's metadata could not be read") }
         self.snapshot = snapshot
+        if case .cached(let records) = snapshot.storage { cachedRecords = records } else { cachedRecords = nil }
         let count = snapshot.territoryCount
         territoryCount = count
         var regionIndex: [String: Int] = [:]
