@@ -30,18 +30,22 @@ extension Answerer {
     /// policy that acted). Screening reads the identity SIP extracted (number decoded once,
     /// phone-context, verstat), never the URI itself: `lookupd query` of the same URI reads
     /// it through the same SIP code and gets the same answer.
-    func decide(_ request: SIPRequest, caller identity: SIPIdentityURI, set: ServingSet, now: WallTime) -> Decision {
+    /// The decision for a caller, not yet counted (`count`): it may be made again.
+    func screen(_ request: SIPRequest, caller identity: SIPIdentityURI, set: ServingSet, now: WallTime) -> Decision {
         let caller = request.callerIdentity(identity)
         let screening = set.screening
         let context = CallContext(callee: request.requestURI.user?.bytes ?? UnsafeRawBufferPointer(start: nil, count: 0),
                                   verstat: Verstat(caller.verstat),
                                   privacy: request.privacy.contains(.id) || request.remotePartyIDWithheld,
                                   time: screening.usesTime ? set.policy.zone.localTime(utc: now.seconds) : nil)
-        let decision = screening.decide(caller: caller, context: context)
+        return screening.decide(caller: caller, context: context)
+    }
+
+    /// Counts the decision an answer was given from.
+    func count(_ decision: Decision) {
         counters.add(Counter.verdict(decision.verdict))
         verdictSources.add(decision)
         countPolicy(decision)
-        return decision
     }
 
     func countPolicy(_ d: Decision) {

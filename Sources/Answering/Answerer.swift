@@ -169,8 +169,9 @@ public struct Answerer {
                     return reply(request, SIPResponse(statusCode: 481, reasonPhrase: "Call/Transaction Does Not Exist", source: from), into: out)
                 }
             }
+            // No decision, so no label to vanish: always an action.
             return forward(request, decision: nil, from: source, address: from, set: set, proxy: proxy, now: now,
-                           into: out, fallback: fallback, log: &log)
+                           into: out, fallback: fallback, log: &log) ?? .none
         }
         // Back after lookupd's own 302 (a phone that followed it to a Request-URI naming
         // lookupd, a UA with lookupd as its outbound proxy): screening it again would answer
@@ -188,12 +189,43 @@ public struct Answerer {
         }
         // An initial INVITE: screen the caller.
         let identity = callerIdentity(request, policy: policy, source: source.ip)
+        var decision = screen(request, caller: identity, set: set, now: now)
+        // A directory served from disk can lose the page of a label between the lookup that
+        // verified it and the copy the answer is written from (truncated in place): the
+        // answer would then be the file's verdict without its label, which the file never
+        // gave. Decided again, that file's lookups now fail and the next source answers.
+        for _ in 0..<set.screening.directories.count {
+            if let action = answerScreened(request, decision: decision, identity: identity, bytes: bytes, from: source,
+                                           address: from, set: set, proxy: proxy, now: now, into: out, fallback: fallback,
+                                           log: &log) {
+                count(decision)
+                return action
+            }
+            decision = screen(request, caller: identity, set: set, now: now)
+        }
+        count(decision)
+        return answerScreened(request, decision: decision, identity: identity, bytes: bytes, from: source, address: from,
+                              set: set, proxy: proxy, now: now, into: out, fallback: fallback, log: &log,
+                              vanishedLabel: .empty) ?? .none
+    }
+
+    /// What to do with a label that vanished (see `answer`): ask for the decision again, or
+    /// (once every directory has had its chance) write the answer without it.
+    enum VanishedLabel { case decideAgain, empty }
+
+    /// The answer to a screened initial INVITE, nil when its label vanished and
+    /// `vanishedLabel` says to decide again (nothing was written, counted or logged).
+    private mutating func answerScreened(_ request: SIPRequest, decision: Decision, identity: SIPIdentityURI,
+                                         bytes: UnsafeRawBufferPointer, from source: MessageSource, address from: SIPSourceAddress,
+                                         set: ServingSet, proxy: ProxyContext?, now: WallTime,
+                                         into out: UnsafeMutableRawBufferPointer, fallback: UnsafeMutableRawBufferPointer,
+                                         log: inout LogLines, vanishedLabel: VanishedLabel = .decideAgain) -> Action? {
+        let policy = set.policy
         let bound = source.transport == .udp ? Answerer.amplificationLimit * bytes.count : nil
-        let decision = decide(request, caller: identity, set: set, now: now)
         if let proxy, decision.verdict == .blocked, let uri = policy.answer(to: decision).forwardURI {
             // block-treatment = redirect to the upstream itself: the PBX plays the announcement.
             return forward(request, decision: decision, requestURI: uri, from: source, address: from, set: set, proxy: proxy,
-                           now: now, into: out, fallback: fallback, log: &log)
+                           now: now, into: out, fallback: fallback, log: &log, vanishedLabel: vanishedLabel)
         }
         guard let proxy, decision.verdict != .blocked else {
             // Answered here: every verdict in redirect mode, a blocked caller in proxy mode too.
@@ -213,9 +245,16 @@ public struct Answerer {
                local.isRejection ? policy.labelToCaller : local.isBlockRedirect ? policy.labelsBlockRedirects : policy.labelsRedirects {
                 // The closure takes the counters, not the answerer: capturing `self` would copy it.
                 let counters = self.counters
-                action = set.screening.withLabel(label) { labelBytes in
+                let write = { (labelBytes: UnsafeRawBufferPointer) -> Action in
                     response.label = .buffer(labelBytes)
                     return Answerer.reply(request, &response, bound: bound, counters: counters, into: out)
+                }
+                switch vanishedLabel {
+                case .decideAgain:
+                    guard let written = set.screening.withIntactLabel(label, write) else { return nil }
+                    action = written
+                case .empty:
+                    action = set.screening.withLabel(label, write)
                 }
             } else {
                 action = reply(request, &response, into: out)
@@ -225,7 +264,7 @@ public struct Answerer {
             return action
         }
         return forward(request, decision: decision, from: source, address: from, set: set, proxy: proxy, now: now,
-                       into: out, fallback: fallback, log: &log)
+                       into: out, fallback: fallback, log: &log, vanishedLabel: vanishedLabel)
     }
 
     // MARK: - Proxy mode
@@ -270,7 +309,7 @@ public struct Answerer {
     private mutating func forward(_ request: SIPRequest, decision: Decision?, requestURI: String? = nil, from source: MessageSource,
                                   address: SIPSourceAddress, set: ServingSet, proxy: ProxyContext, now: WallTime,
                                   into out: UnsafeMutableRawBufferPointer, fallback: UnsafeMutableRawBufferPointer,
-                                  log: inout LogLines) -> Action {
+                                  log: inout LogLines, vanishedLabel: VanishedLabel = .empty) -> Action? {
         let isACK = request.method == .ack
         // Responses are routed by the received/rport lookupd writes on the top Via: one it
         // cannot write them on (an empty parameter, another protocol or transport than the
@@ -303,14 +342,21 @@ public struct Answerer {
         let written: Int
         if let label = decision?.label {
             let counters = self.counters
-            written = set.screening.withLabel(label) { bytes in
+            let write = { (bytes: UnsafeRawBufferPointer) -> Int in
                 forwarding.label = .buffer(bytes)
                 return Answerer.write(request, forwarding, counters: counters, into: out)
+            }
+            switch vanishedLabel {
+            case .decideAgain:
+                guard let n = set.screening.withIntactLabel(label, write) else { return nil }
+                written = n
+            case .empty:
+                written = set.screening.withLabel(label, write)
             }
         } else {
             written = Answerer.write(request, forwarding, counters: counters, into: out)
         }
-        guard written > 0 else { return .none }
+        guard written > 0 else { return Action.none }
         if let decision {
             logCall(request, decision, status: 0, set: set, source: address, now: now,
                     treatment: requestURI != nil ? "redirect" : nil, log: &log)

@@ -246,8 +246,18 @@ public final class DirectoryFile: @unchecked Sendable {
     /// bytes the lookup checked unless it was rewritten in place, the
     /// window docs/FORMAT.md describes.)
     public func withLabel<R>(_ id: UInt32, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        if let result = try withIntactLabel(id, body) { return result }
+        return try body(UnsafeRawBufferPointer(start: nil, count: 0))
+    }
+
+    /// `withLabel`, but nil (and `body` not called) when a page of a guarded
+    /// mapping was replaced by zeros before the copy was taken: the label
+    /// the lookup verified is gone, and an answer without it would be one
+    /// the file never gave. The caller decides again (the lookup now throws).
+    public func withIntactLabel<R>(_ id: UInt32, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
         let bytes = labelBytes(id)
-        guard guardSlot >= 0, bytes.count > 0 else { return try body(bytes) }
+        guard guardSlot >= 0 else { return try body(bytes) }
+        guard bytes.count > 0 else { return lookupd_guard_faulted(guardSlot) != 0 ? nil : try body(bytes) }
         // Most labels fit a fixed buffer on the stack. withUnsafeTemporaryAllocation, in this
         // generic function (not specialised for callers in other modules), instantiated the
         // metadata of a Result<R, Error> on every call: some 500 instructions per label.
@@ -255,13 +265,13 @@ public final class DirectoryFile: @unchecked Sendable {
             var room = InlineArray<256, UInt8>(repeating: 0)
             return try withUnsafeMutableBytes(of: &room) { copy in
                 lookupd_guard_copy(copy.baseAddress!, bytes.baseAddress!, bytes.count)
-                if lookupd_guard_faulted(guardSlot) != 0 { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+                if lookupd_guard_faulted(guardSlot) != 0 { return nil }
                 return try body(UnsafeRawBufferPointer(start: copy.baseAddress, count: bytes.count))
             }
         }
         return try withUnsafeTemporaryAllocation(byteCount: bytes.count, alignment: 1) { copy in
             lookupd_guard_copy(copy.baseAddress!, bytes.baseAddress!, bytes.count)
-            if lookupd_guard_faulted(guardSlot) != 0 { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+            if lookupd_guard_faulted(guardSlot) != 0 { return nil }
             return try body(UnsafeRawBufferPointer(copy))
         }
     }

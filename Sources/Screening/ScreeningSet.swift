@@ -341,6 +341,15 @@ public final class ScreeningSet: Sendable {
         }
     }
 
+    /// `withLabel`, but nil (and `body` not called) when the label was in a
+    /// file served from disk that lost a page since the lookup verified it
+    /// (`DirectoryFile.withIntactLabel`): the decision that named it must be
+    /// made again, which no longer reads that file.
+    public func withIntactLabel<R>(_ reference: LabelReference, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
+        if case .directory(let index, let label) = reference { return try directories[index].file.withIntactLabel(label, body) }
+        return try withLabel(reference, body)
+    }
+
     public func label(_ reference: LabelReference) -> String {
         withLabel(reference) { String(decoding: $0, as: UTF8.self) }
     }
