@@ -340,10 +340,25 @@ final class HTTPListener: @unchecked Sendable {
             let callee = query.value("callee") ?? []
             let screening = set.screening
             let now = WallTime.now()
-            let decision = number.withUnsafeBytes { caller in
-                callee.withUnsafeBytes { callee in
-                    identities.withIdentity(caller) { identity in set.lookup(caller: identity, callee: callee, now: now) }
+            func decide() -> Decision {
+                number.withUnsafeBytes { caller in
+                    callee.withUnsafeBytes { callee in
+                        identities.withIdentity(caller) { identity in set.lookup(caller: identity, callee: callee, now: now) }
+                    }
                 }
+            }
+            var decision = decide()
+            // The label copied before anything is answered: in a file served from disk it can
+            // vanish after the lookup (cut in place), and the answer would be the file's verdict
+            // without its label. Decided again, that file's lookups fail (503 below).
+            var labelBytes: [UInt8] = []
+            for _ in 0..<screening.directories.count {
+                guard let label = decision.label else { break }
+                if let copy = screening.withIntactLabel(label, { Array($0) }) {
+                    labelBytes = copy
+                    break
+                }
+                decision = decide()
             }
             if let damaged = decision.damagedDirectory {
                 // No answer from a directory that failed its checksums (or without it).
@@ -359,14 +374,19 @@ final class HTTPListener: @unchecked Sendable {
             }
             log.flush()
             if endpoint == .lookup {
-                var body: [UInt8] = []
-                if let label = decision.label { screening.withLabel(label) { body.append(contentsOf: $0) } }
-                answer(c, endpoint, 200, "OK", body, keepAlive: request.keepAlive, head: head,
+                answer(c, endpoint, 200, "OK", labelBytes, keepAlive: request.keepAlive, head: head,
                        contentType: "text/plain; charset=utf-8")
             } else {
                 json.reset()
                 let context = CallContext(time: screening.usesTime ? set.policy.zone.localTime(utc: now.seconds) : nil)
                 number.withUnsafeBytes { screening.writeJSON(decision, input: $0, context: context, id: id, to: &json) }
+                // writeJSON read the label again: a page that vanished since the copy above
+                // would have given zeros, which must not be answered as the file's label.
+                if let label = decision.label, screening.withIntactLabel(label, { _ in true }) == nil {
+                    answer(c, endpoint, 503, "Service Unavailable", "directory file changed while served; no answer\n",
+                           keepAlive: request.keepAlive, head: head)
+                    return
+                }
                 let body = json.line
                 answer(c, endpoint, 200, "OK", body, keepAlive: request.keepAlive, head: head,
                        contentType: "application/json")
