@@ -39,6 +39,9 @@ public enum Counter: Int, CaseIterable, Sendable {
     case redirectLoops
     // A lookup a directory had no say in: its bytes failed their check or its file changed in place.
     case directoryDamaged
+    // The UDP receive path's system calls, for the kernel's share of a request (issue 20 item 4):
+    // recvmmsg calls (an empty one included), the datagrams they returned, sendmmsg calls.
+    case udpReceiveCalls, udpDatagramsReceived, udpSendCalls
 
     public static let methodOffset = 7
 
@@ -134,6 +137,9 @@ public enum Counter: Int, CaseIterable, Sendable {
         case .responsesTrimmed: return ("lookupd_responses_trimmed_total", "")
         case .redirectLoops: return ("lookupd_refused_total", "reason=\"redirect_loop_482\"")
         case .directoryDamaged: return ("lookupd_directory_damaged_lookups_total", "")
+        case .udpReceiveCalls: return ("lookupd_udp_receive_calls_total", "")
+        case .udpDatagramsReceived: return ("lookupd_udp_datagrams_received_total", "")
+        case .udpSendCalls: return ("lookupd_udp_send_calls_total", "")
         }
     }
 

@@ -44,6 +44,9 @@ struct StatsReport {
             "lookupd_proxy_refused_total": "Proxy mode: requests answered instead of forwarded (from the upstream, 483, 482 loop, 503 upstream down, 400 for a Via that cannot carry the source).",
             "lookupd_proxy_upstream_total": "Proxy mode: events on the way to the upstream (connections, ICMP unreachable, send errors, probes).",
             "lookupd_proxy_absorbed_total": "Proxy mode: ACKs for answers lookupd gave itself, not forwarded.",
+            "lookupd_udp_receive_calls_total": "recvmmsg calls on the SIP UDP sockets, those that found nothing included.",
+            "lookupd_udp_datagrams_received_total": "Datagrams those recvmmsg calls returned (divided by the calls: the batch size).",
+            "lookupd_udp_send_calls_total": "sendmmsg calls sending answers on the SIP UDP sockets.",
         ]
         // A family's series together under one HELP and TYPE, as the format requires,
         // even where its cases are not next to each other in Counter.

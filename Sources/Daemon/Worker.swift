@@ -213,7 +213,9 @@ final class Worker: @unchecked Sendable {
                 inMessages[i].msg_hdr.msg_iovlen = 1
             }
             let received = Socket.receiveBatch(fd, inMessages, count: Worker.batch, flags: Int32(MSG_DONTWAIT))
+            counters.add(.udpReceiveCalls)
             if received <= 0 { return }
+            counters.add(.udpDatagramsReceived, UInt64(received))
             let receivedAt = monotonicNanoseconds()
             let now = WallTime.now()
             var replies = 0
@@ -252,6 +254,7 @@ final class Worker: @unchecked Sendable {
             var attempts = 0
             while sent < replies {
                 let n = Socket.sendBatch(fd, outMessages + sent, count: replies - sent, flags: 0)
+                counters.add(.udpSendCalls)
                 if n > 0 { sent += Int(n); continue }
                 if n < 0 && errno == EINTR { continue }
                 attempts += 1

@@ -72,6 +72,13 @@ final class MetricsTests: DaemonTestCase {
             #"lookupd_response_duration_seconds_count{transport="tcp"}"#: 1,
         ]
         for (series, value) in expected { XCTAssertEqual(delta(series), value, series) }
+        // The receive path's system calls: ten UDP datagrams (the oversized and the outsider's
+        // included), each sent after the previous one was answered or given up on, so each came
+        // alone, in a recvmmsg of its own; nine of them were answered, each by its own sendmmsg.
+        XCTAssertEqual(delta("lookupd_udp_datagrams_received_total"), 10)
+        XCTAssertGreaterThanOrEqual(delta("lookupd_udp_receive_calls_total"), 10)
+        XCTAssertLessThanOrEqual(delta("lookupd_udp_receive_calls_total"), 20, "at most one empty call beside each datagram")
+        XCTAssertEqual(delta("lookupd_udp_send_calls_total"), 9)
         for family in ["lookupd_requests_total", "lookupd_verdicts_total", "lookupd_verdict_sources_total", "lookupd_responses_total",
                        "lookupd_malformed_total", "lookupd_refused_total"] {
             for (series, value) in after.family(family) where expected[series] == nil {
