@@ -11,7 +11,7 @@ let usage = """
 Usage: lookupd-bench directory [--sizes N,N,...] [--rounds R] [--dir PATH]
        lookupd-bench compile [--entries N] [--dir PATH]
        lookupd-bench blocks [--entries N] [--shifts S,S,...] [--probes P] [--dir PATH] [--keep SHIFT]
-       lookupd-bench generate [--entries N]
+       lookupd-bench generate [--entries N] [--range FIRST-LAST] [--exclude FILE]
 
 directory  for each size: write a directory file of N random numbers, time
            opening it, and time lookups of random members (hits) and random
@@ -32,6 +32,12 @@ generate   write a CSV of N lines to standard output, for
            N distinct numbers over +86 13x..19x in a scattered order, half
            blocked with one of 10,000 labels, half identified with one of
            100,000; holds nothing, so any N costs the same memory.
+           --range FIRST-LAST (E.164 digits, e.g. 8613000000000-8619999999999)
+           spreads the N numbers evenly over that range instead of
+           7 apart from +8613000000000; --exclude FILE leaves out every
+           number FILE holds (one a line, first field, as in a CSV), so
+           that FILE's own entries can be compiled beside the output
+           without conflicts (how many were left out goes to stderr).
 
 """
 
@@ -43,6 +49,8 @@ struct Options {
     var rounds = 9
     var entries = 10_000_000
     var dir = "/tmp"
+    var range: (first: UInt64, last: UInt64)? = nil
+    var exclude: String? = nil
 }
 
 func parseCount(_ text: Substring) -> Int? {
@@ -66,6 +74,12 @@ func median(_ xs: [Double]) -> Double {
 func say(_ text: String) {
     var line = text + "\n"
     line.withUTF8 { _ = write(1, $0.baseAddress, $0.count) }
+}
+
+/// To standard error: what `generate` says beside the CSV it writes to standard output.
+func warn(_ text: String) {
+    var line = text + "\n"
+    line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
 }
 
 /// Deterministic xorshift so every run draws the same numbers.
@@ -312,17 +326,50 @@ func compileBenchmark(_ options: Options) {
     unlink(out)
 }
 
-/// `generate`: the distinct numbers low + 7j + (a jitter below 7 from j),
+/// The numbers of a file, one a line: the leading `+` and digits of each line (a CSV's first
+/// field); lines that do not start with a number (headers) are skipped.
+func numbersIn(_ path: String) -> Set<UInt64> {
+    guard let file = fopen(path, "r") else { warn("generate: cannot read \(path)"); exit(1) }
+    defer { fclose(file) }
+    var numbers = Set<UInt64>()
+    var line: UnsafeMutablePointer<CChar>? = nil
+    var capacity = 0
+    defer { free(line) }
+    while getline(&line, &capacity, file) > 0, let text = line {
+        var p = text
+        if p.pointee == 0x2B { p += 1 }  // "+"
+        var value: UInt64 = 0
+        var digits = 0
+        while p.pointee >= 0x30 && p.pointee <= 0x39 && digits < 19 {
+            value = value * 10 + UInt64(p.pointee - 0x30)
+            digits += 1
+            p += 1
+        }
+        if digits > 0 { numbers.insert(value) }
+    }
+    return numbers
+}
+
+/// `generate`: the distinct numbers low + step * j + (a jitter below step from j),
 /// for j = i * P mod n with P prime to n, which visits every j once in a
-/// scattered order; formatted by hand (string interpolation would cost
-/// more than the compile it feeds).
+/// scattered order; step is 7 from +8613000000000, or the range's length over n with
+/// --range; formatted by hand (string interpolation would cost more than the compile
+/// it feeds). Numbers --exclude names are skipped.
 func generateCSV(_ options: Options) {
     let n = UInt64(options.entries)
     guard n > 0, n <= 1_000_000_000 else { say("generate: --entries must be 1...1e9"); exit(2) }
+    var low: UInt64 = 8_613_000_000_000
+    var step: UInt64 = 7
+    if let range = options.range {
+        low = range.first
+        step = (range.last - range.first + 1) / n
+        guard step >= 1 else { warn("generate: --range holds fewer than --entries numbers"); exit(2) }
+    }
+    let excluded = options.exclude.map(numbersIn) ?? []
+    var skipped = 0
     func gcd(_ a: UInt64, _ b: UInt64) -> UInt64 { b == 0 ? a : gcd(b, a % b) }
     var multiplier: UInt64 = 2_654_435_761
     while gcd(multiplier, n) != 1 { multiplier += 2 }
-    let low: UInt64 = 8_613_000_000_000
     let size = 1 << 20
     let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: size)
     var used = 0
@@ -366,9 +413,12 @@ func generateCSV(_ options: Options) {
         let j = (i &* multiplier) % n
         var mix = j &* 0x9E37_79B9_7F4A_7C15
         mix ^= mix >> 29
+        let number = low + step * j + mix % step
+        let block = rng.below(2) == 0
+        if !excluded.isEmpty && excluded.contains(number) { skipped += 1; continue }
         put("+")
-        put(low + 7 * j + mix % 7)
-        if rng.below(2) == 0 {
+        put(number)
+        if block {
             put(",block,Spam ")
             put(rng.below(10000))
         } else {
@@ -378,6 +428,7 @@ func generateCSV(_ options: Options) {
         put("\n")
     }
     flush()
+    if options.exclude != nil { warn("generate: \(n - UInt64(skipped)) numbers written, \(skipped) left out (in --exclude)") }
 }
 
 var options = Options()
@@ -396,6 +447,13 @@ while i < args.count {
     case "--shifts": options.shifts = value.split(separator: ",").compactMap { UInt32($0) }; i += 1
     case "--probes": options.probes = Int(value) ?? options.probes; i += 1
     case "--keep": options.keep = UInt32(value); i += 1
+    case "--range":
+        let ends = value.split(separator: "-").map { UInt64($0.drop { $0 == "+" }) }
+        guard ends.count == 2, let first = ends[0], let last = ends[1], first <= last else {
+            warn("--range wants FIRST-LAST, E.164 digits"); exit(2)
+        }
+        options.range = (first, last); i += 1
+    case "--exclude": options.exclude = value; i += 1
     default: print(usage, terminator: ""); exit(2)
     }
     i += 1
