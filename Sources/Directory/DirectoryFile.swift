@@ -413,6 +413,160 @@ public final class DirectoryFile: @unchecked Sendable {
         return values[k]
     }
 
+    // MARK: - Batched lookup
+
+    /// How many searches `lookupBatch` interleaves. One search waits on a DRAM read at
+    /// nearly every level below the cached top of the tree; 32 independent ones moving down
+    /// a level each in turn keep that many reads in flight, and the lanes' state (32 slots
+    /// and the numbers) stays in two or three cache lines.
+    public static let batchWidth = 32
+
+    /// `lookup` of every number, with the exact searches run `batchWidth` at a time,
+    /// interleaved: `results[i]` is what `lookup(numbers[i])` would return or throw. The same
+    /// checks as one lookup: an unverified file has every key slot, value and label a search
+    /// reads verified first, so a damaged block fails only the lookups that read it; a guarded
+    /// file is asked after every read of the batch whether its mapping was damaged. Prefix
+    /// rules, looked up only for the numbers with no exact entry, are searched one at a time.
+    public func lookupBatch(_ numbers: UnsafeBufferPointer<PhoneNumber>,
+                            into results: UnsafeMutableBufferPointer<Result<DirectoryEntry?, DirectoryError>>) {
+        precondition(results.count >= numbers.count, "lookupBatch: fewer results than numbers")
+        guard let first = numbers.baseAddress, let out = results.baseAddress else { return }
+        var done = 0
+        while done < numbers.count {
+            let width = min(Self.batchWidth, numbers.count - done)
+            lookupLanes(first + done, width, out + done)
+            done += width
+        }
+    }
+
+    /// Descends the tree for every number as `lookupBatch` does, answering nothing: the key
+    /// slots on each path and the value slot it ends on are in the cache afterwards, so the
+    /// lookups that follow (through a decision path that looks numbers up one by one: contacts,
+    /// policies, journals, several directories) wait on no DRAM read. Reads without checks,
+    /// which is safe because nothing read here decides an answer: a slot number only picks the
+    /// next slot, within the section, and every byte an answer uses is checked by that lookup.
+    public func prefetchBatch(_ numbers: UnsafeBufferPointer<PhoneNumber>) {
+        guard let first = numbers.baseAddress else { return }
+        let keys = self.keys, values = self.values
+        var slots = InlineArray<32, Int>(repeating: 1)
+        withUnsafeMutableBytes(of: &slots) { raw in
+            let ks = raw.baseAddress!.assumingMemoryBound(to: Int.self)
+            var done = 0
+            while done < numbers.count {
+                let width = min(Self.batchWidth, numbers.count - done)
+                for j in 0..<width { ks[j] = 1 }
+                descendTrusted(first + done, width, ks)
+                for j in 0..<width {
+                    var k = ks[j]
+                    k >>= (~k).trailingZeroBitCount &+ 1
+                    lookupd_prefetch(keys + k)
+                    lookupd_prefetch(values + k)
+                }
+                done += width
+            }
+        }
+    }
+
+    /// One batch of at most `batchWidth` lookups.
+    private func lookupLanes(_ numbers: UnsafePointer<PhoneNumber>, _ width: Int,
+                             _ results: UnsafeMutablePointer<Result<DirectoryEntry?, DirectoryError>>) {
+        var slots = InlineArray<32, Int>(repeating: 1)
+        withUnsafeMutableBytes(of: &slots) { raw in
+            let ks = raw.baseAddress!.assumingMemoryBound(to: Int.self)
+            // Bit j: lane j met a damaged block; results[j] already holds why.
+            var failed: UInt64 = 0
+            if trusted.load(ordering: .acquiring) {
+                descendTrusted(numbers, width, ks)
+            } else {
+                failed = descendChecked(numbers, width, ks, results)
+            }
+            for j in 0..<width where failed & (1 << UInt64(j)) == 0 {
+                var k = ks[j]
+                k >>= (~k).trailingZeroBitCount &+ 1
+                let number = numbers[j]
+                do throws(DirectoryError) {
+                    let found: DirectoryEntry?
+                    if k != 0, keys[k] == number.value {
+                        try ensure(layout.valuesOffset &+ 4 &* k, 4)
+                        found = try entry(value: values[k], match: .exact(number))
+                    } else {
+                        found = try prefixLookup(number)
+                    }
+                    results[j] = .success(found)
+                } catch {
+                    results[j] = .failure(error)
+                    failed |= 1 << UInt64(j)
+                }
+            }
+            // One question for the whole batch, after its last read: a page that vanished
+            // during any lane's search makes every answer of the batch suspect, as it would
+            // each single lookup that read before the check.
+            if guardSlot >= 0, lookupd_guard_damaged(guardSlot) != 0 {
+                for j in 0..<width where failed & (1 << UInt64(j)) == 0 { results[j] = .failure(.changedWhileServed(path: path)) }
+            }
+        }
+    }
+
+    /// The searches of a batch, every lane one level down per step, in a file whose bytes are
+    /// all known good. `ks[j]` starts at 1 and ends past the leaves, as `k` in `exactValue`.
+    /// Every lane is at the same depth after each step, so all but the last level need no test
+    /// of the slot against the count. Each step prefetches both cache lines of the sixteen
+    /// slots four levels down (16k ..< 16k + 16, 128-byte aligned): by the time the lane gets
+    /// there, three more rounds of every lane have passed, about one DRAM read's time.
+    @inline(__always)
+    private func descendTrusted(_ numbers: UnsafePointer<PhoneNumber>, _ width: Int, _ ks: UnsafeMutablePointer<Int>) {
+        let keys = self.keys
+        let n = entryCount
+        let levels = Int.bitWidth &- n.leadingZeroBitCount
+        guard levels > 0 else { return }
+        var level = 1
+        while level < levels {
+            for j in 0..<width {
+                let k = ks[j]
+                lookupd_prefetch(keys + 16 &* k)
+                lookupd_prefetch(keys + (16 &* k &+ 8))
+                ks[j] = 2 &* k &+ (keys[k] < numbers[j].value ? 1 : 0)
+            }
+            level &+= 1
+        }
+        for j in 0..<width {
+            let k = ks[j]
+            if k <= n { ks[j] = 2 &* k &+ (keys[k] < numbers[j].value ? 1 : 0) }
+        }
+    }
+
+    /// `descendTrusted` for a file not yet fully verified: every slot is checked before it is
+    /// read, as in `exactValue`, and a lane whose slot lies in a damaged block stops there with
+    /// the error in `results`. Returns the failed lanes as bits.
+    private func descendChecked(_ numbers: UnsafePointer<PhoneNumber>, _ width: Int, _ ks: UnsafeMutablePointer<Int>,
+                                _ results: UnsafeMutablePointer<Result<DirectoryEntry?, DirectoryError>>) -> UInt64 {
+        let keys = self.keys
+        let n = entryCount
+        let keysOffset = layout.keysOffset
+        var failed: UInt64 = 0
+        var active = true
+        while active {
+            active = false
+            for j in 0..<width where failed & (1 << UInt64(j)) == 0 {
+                let k = ks[j]
+                guard k <= n else { continue }
+                active = true
+                lookupd_prefetch(keys + 16 &* k)
+                lookupd_prefetch(keys + (16 &* k &+ 8))
+                let offset = keysOffset &+ 8 &* k
+                if !isVerified(offset, 8) {
+                    do throws(DirectoryError) { try ensureSlow(offset, 8) } catch {
+                        results[j] = .failure(error)
+                        failed |= 1 << UInt64(j)
+                        continue
+                    }
+                }
+                ks[j] = 2 &* k &+ (keys[k] < numbers[j].value ? 1 : 0)
+            }
+        }
+        return failed
+    }
+
     func prefixLookup(_ number: PhoneNumber) throws(DirectoryError) -> DirectoryEntry? {
         var mask = header.prefixLengthMask
         guard mask != 0 else { return nil }
