@@ -510,9 +510,12 @@ public final class DirectoryFile: @unchecked Sendable {
     /// The searches of a batch, every lane one level down per step, in a file whose bytes are
     /// all known good. `ks[j]` starts at 1 and ends past the leaves, as `k` in `exactValue`.
     /// Every lane is at the same depth after each step, so all but the last level need no test
-    /// of the slot against the count. Each step prefetches both cache lines of the sixteen
-    /// slots four levels down (16k ..< 16k + 16, 128-byte aligned): by the time the lane gets
-    /// there, three more rounds of every lane have passed, about one DRAM read's time.
+    /// of the slot against the count. Each step prefetches the eight slots three levels down
+    /// (8k ..< 8k + 8: one cache line, the keys start 64-byte aligned), of which the lane will
+    /// read one: two more rounds of every lane pass before it gets there, more than a DRAM
+    /// read here. Four levels down (16k, two lines, one of them never read) doubles the lines
+    /// in flight for the same hits (docs/BENCHMARKS.md, "Batched lookups"); the lone search
+    /// prefetches 16k because it has no other lanes to wait through.
     @inline(__always)
     private func descendTrusted(_ numbers: UnsafePointer<PhoneNumber>, _ width: Int, _ ks: UnsafeMutablePointer<Int>) {
         let keys = self.keys
@@ -523,8 +526,7 @@ public final class DirectoryFile: @unchecked Sendable {
         while level < levels {
             for j in 0..<width {
                 let k = ks[j]
-                lookupd_prefetch(keys + 16 &* k)
-                lookupd_prefetch(keys + (16 &* k &+ 8))
+                lookupd_prefetch(keys + 8 &* k)
                 ks[j] = 2 &* k &+ (keys[k] < numbers[j].value ? 1 : 0)
             }
             level &+= 1
@@ -551,8 +553,7 @@ public final class DirectoryFile: @unchecked Sendable {
                 let k = ks[j]
                 guard k <= n else { continue }
                 active = true
-                lookupd_prefetch(keys + 16 &* k)
-                lookupd_prefetch(keys + (16 &* k &+ 8))
+                lookupd_prefetch(keys + 8 &* k)
                 let offset = keysOffset &+ 8 &* k
                 if !isVerified(offset, 8) {
                     do throws(DirectoryError) { try ensureSlow(offset, 8) } catch {

@@ -9,6 +9,7 @@ import Glibc
 
 let usage = """
 Usage: lookupd-bench directory [--sizes N,N,...] [--rounds R] [--dir PATH]
+       lookupd-bench lookups [--sizes N,N,...] [--rounds R] [--dir PATH] [--json]
        lookupd-bench compile [--entries N] [--dir PATH]
        lookupd-bench blocks [--entries N] [--shifts S,S,...] [--probes P] [--dir PATH] [--keep SHIFT]
        lookupd-bench generate [--entries N] [--range FIRST-LAST] [--exclude FILE]
@@ -18,6 +19,26 @@ directory  for each size: write a directory file of N random numbers, time
            non-members (misses), warm; both independent lookups (throughput)
            and dependent ones (each key chosen from the previous answer:
            latency). Also a plain sorted-array binary search for comparison.
+lookups    for each size: write a directory of N entries (with --dir, reuse
+           DIR/batch-N.lkd if it is there and intact, and keep it), verify it (the
+           daemon's case: no checks left), and measure, each the median of R
+           rounds in this thread's CPU time (wall time beside it, and the load
+           average, since the machine is shared):
+             floor_ns     dependent random 8-byte reads over the file's own keys
+                          section, mapped as the directory maps it: what one
+                          DRAM (and page-walk) round trip costs at that size
+             floor_thp_ns the same over anonymous memory of the same size with
+                          MADV_HUGEPAGE, for the huge pages a file mapping here
+                          does not get (thp_kb says how much was huge)
+             single_ns    independent `lookup` of random members, one by one
+             batched_ns   the same numbers through `lookupBatch`, 32 at a time
+             prefetch_single_ns  `prefetchBatch` of 32, then `lookup` of each:
+                          what a caller whose decisions look up one by one gets
+           --json prints one object per size with those fields, entries, the
+           load average before and after, and file_pmd_kb / shmem_pmd_kb: how
+           much of the two mappings of the file the kernel mapped with huge
+           pages (a file on a tmpfs mounted huge=always gets them; one on ext4
+           here only where the page cache happens to hold 2 MiB folios).
 compile    write a CSV of N lines (blocked and labelled numbers) and time
            `DirectoryCompiler` + `DirectoryWriter` on it, as `lookupd compile` runs.
 blocks     for each checksum block size 2^S: write a directory of N entries,
@@ -51,6 +72,8 @@ struct Options {
     var dir = "/tmp"
     var range: (first: UInt64, last: UInt64)? = nil
     var exclude: String? = nil
+    var dirGiven = false
+    var json = false
 }
 
 func parseCount(_ text: Substring) -> Int? {
@@ -192,6 +215,170 @@ func directoryBenchmark(_ options: Options) {
         let size = file.header.fileSize
         say("| \(n) | \(size / 1_000_000) MB | \(fmt(writeSeconds)) | \(fmt(median(opens))) | \(fmt(independent(hits))) | \(fmt(independent(misses))) | \(fmt(dependent(hits))) | \(fmt(dependent(misses))) | \(fmt(sortedDependent(hits))) |")
         unlink(path)
+    }
+}
+
+// MARK: - lookups: the random-read floor, one lookup, batched lookups
+
+func threadSeconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+func loadAverage() -> String {
+    guard let f = fopen("/proc/loadavg", "r") else { return "?" }
+    defer { fclose(f) }
+    var line = [CChar](repeating: 0, count: 128)
+    guard fgets(&line, 128, f) != nil else { return "?" }
+    return String(cString: line).split(separator: " ").prefix(3).joined(separator: " ")
+}
+
+/// A kB field of /proc/self/smaps_rollup (AnonHugePages, FilePmdMapped): whether the
+/// kernel gave huge pages to this process's mappings.
+func smapsKB(_ field: String) -> Int {
+    guard let f = fopen("/proc/self/smaps_rollup", "r") else { return -1 }
+    defer { fclose(f) }
+    var line = [CChar](repeating: 0, count: 256)
+    while fgets(&line, 256, f) != nil {
+        let text = String(cString: line)
+        if text.hasPrefix(field + ":") {
+            return Int(text.dropFirst(field.count + 1).split(separator: " ").first ?? "") ?? -1
+        }
+    }
+    return -1
+}
+
+/// One measured figure: thread CPU and wall time per operation, medians over rounds.
+struct Timing {
+    var cpu: [Double] = []
+    var wall: [Double] = []
+    mutating func measure(_ operations: Int, _ body: () -> Void) {
+        let w = now(), c = threadSeconds()
+        body()
+        cpu.append((threadSeconds() - c) * 1e9 / Double(operations))
+        wall.append((now() - w) * 1e9 / Double(operations))
+    }
+    var ns: Double { median(cpu) }
+    var wallNs: Double { median(wall) }
+}
+
+/// Dependent random 8-byte reads over `slots` words at `base`: each index comes from the
+/// word read before, so no two reads overlap. The words must differ (keys do; a filled
+/// buffer is filled with distinct values), or the chase would fall into a short cycle.
+@inline(never)
+func chase(_ base: UnsafePointer<UInt64>, slots: Int, steps: Int) -> UInt64 {
+    var index = 1
+    var sum: UInt64 = 0
+    for step in 0..<steps {
+        let word = base[index]
+        sum &+= word
+        let mixed = (word ^ UInt64(truncatingIfNeeded: step)) &* 0x9E37_79B9_7F4A_7C15
+        index = Int(truncatingIfNeeded: UInt64(slots).multipliedFullWidth(by: mixed).high)
+    }
+    return sum
+}
+
+func lookupsBenchmark(_ options: Options) {
+    if !options.json {
+        say("| entries | load 1/5/15 | floor ns (file mapping) | floor ns (anon, THP) | single ns | batched ns | prefetch+single ns | single ÷ floor | wall: floor / single / batched |")
+        say("|---|---|---|---|---|---|---|---|---|")
+    }
+    for n in options.sizes {
+        let path = "\(options.dir)/batch-\(n).lkd"
+        var file: DirectoryFile? = nil
+        if options.dirGiven, let existing = try? DirectoryFile(path: path), existing.count == n, (try? existing.verify()) != nil {
+            file = existing
+        }
+        if file == nil {
+            do { try DirectoryWriter.write(benchContent(n), to: path) } catch { say("write failed: \(error)"); exit(1) }
+            file = try! DirectoryFile(path: path)
+            // Every block checked once, as the daemon does before serving: lookups check nothing.
+            try! file!.verify()
+        }
+        let directory = file!
+        let loadBefore = loadAverage()
+
+        // The same file mapped again, to read its keys section as the directory does (the
+        // page cache's pages, 4 KiB mappings), and to draw the probes from it.
+        let fd = open(path, O_RDONLY)
+        let size = Int(directory.header.fileSize)
+        guard fd >= 0, let mapped = mmap(nil, size, PROT_READ, MAP_SHARED, fd, 0), mapped != MAP_FAILED else { say("cannot map \(path)"); exit(1) }
+        close(fd)
+        _ = madvise(mapped, size, MADV_RANDOM)
+        // Asked for, to record what the kernel does with it (file_pmd_kb): here it maps no
+        // huge pages for a file outside tmpfs.
+        _ = madvise(mapped, size, MADV_HUGEPAGE)
+        let keys = UnsafePointer<UInt64>((UnsafeRawPointer(mapped) + Int(directory.header.keysOffset)).assumingMemoryBound(to: UInt64.self))
+        let slots = n + 1
+
+        let pool = 1 << 20, perRound = 1 << 18
+        var rng = Random(state: 0x5EED ^ UInt64(n))
+        let probes = (0..<pool).map { _ in PhoneNumber(value: keys[1 + Int(rng.below(UInt64(n)))])! }
+
+        var floor = Timing(), floorHuge = Timing(), single = Timing(), batched = Timing(), prefetched = Timing()
+        var sink: UInt64 = 0
+        // Warm the mapping's page tables once, so the first round is not a page-fault round.
+        sink &+= chase(keys, slots: slots, steps: 1 << 16)
+
+        // The floor without the 4 KiB pages: anonymous memory of the keys' size, huge pages asked for.
+        let anonBytes = slots * 8
+        guard let anon = mmap(nil, anonBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), anon != MAP_FAILED else { say("cannot map \(anonBytes) bytes"); exit(1) }
+        _ = madvise(anon, anonBytes, MADV_HUGEPAGE)
+        let words = anon.assumingMemoryBound(to: UInt64.self)
+        for j in 0..<slots { words[j] = UInt64(j) &* 0xD6E8_FEB8_6659_FD93 }
+        let thpKB = smapsKB("AnonHugePages")
+        let filePmdKB = smapsKB("FilePmdMapped"), shmemPmdKB = smapsKB("ShmemPmdMapped")
+
+        var results = [Result<DirectoryEntry?, DirectoryError>](repeating: .success(nil), count: DirectoryFile.batchWidth)
+        var found = 0
+        probes.withUnsafeBufferPointer { all in
+            results.withUnsafeMutableBufferPointer { out in
+                for round in 0..<options.rounds {
+                    let start = (round * perRound) % pool
+                    let these = UnsafeBufferPointer(rebasing: all[start..<(start + perRound)])
+                    floor.measure(perRound) { sink &+= chase(keys, slots: slots, steps: perRound) }
+                    floorHuge.measure(perRound) { sink &+= chase(UnsafePointer(words), slots: slots, steps: perRound) }
+                    single.measure(perRound) {
+                        for p in these where (try? directory.lookup(p)) != nil { found += 1 }
+                    }
+                    batched.measure(perRound) {
+                        var at = 0
+                        while at < perRound {
+                            let width = min(DirectoryFile.batchWidth, perRound - at)
+                            directory.lookupBatch(UnsafeBufferPointer(rebasing: these[at..<(at + width)]), into: out)
+                            for j in 0..<width { if case .success(_?) = out[j] { found += 1 } }
+                            at += width
+                        }
+                    }
+                    prefetched.measure(perRound) {
+                        var at = 0
+                        while at < perRound {
+                            let width = min(DirectoryFile.batchWidth, perRound - at)
+                            let chunk = UnsafeBufferPointer(rebasing: these[at..<(at + width)])
+                            directory.prefetchBatch(chunk)
+                            for p in chunk where (try? directory.lookup(p)) != nil { found += 1 }
+                            at += width
+                        }
+                    }
+                }
+            }
+        }
+        munmap(anon, anonBytes)
+        munmap(mapped, size)
+        // Every probe is a member: anything else is a lookup that went wrong.
+        guard found == 3 * perRound * options.rounds else { say("lookups found \(found) of \(3 * perRound * options.rounds) members"); exit(1) }
+        if sink == 42 { say("") }
+        let load = loadAverage()
+        if options.json {
+            say("{\"entries\":\(n),\"floor_ns\":\(fmt(floor.ns)),\"single_ns\":\(fmt(single.ns)),\"batched_ns\":\(fmt(batched.ns)),"
+                + "\"prefetch_single_ns\":\(fmt(prefetched.ns)),\"floor_thp_ns\":\(fmt(floorHuge.ns)),\"thp_kb\":\(thpKB),\"file_pmd_kb\":\(filePmdKB),\"shmem_pmd_kb\":\(shmemPmdKB),"
+                + "\"floor_wall_ns\":\(fmt(floor.wallNs)),\"single_wall_ns\":\(fmt(single.wallNs)),\"batched_wall_ns\":\(fmt(batched.wallNs)),"
+                + "\"load_before\":\"\(loadBefore)\",\"load_after\":\"\(load)\",\"clock\":\"thread cpu\",\"rounds\":\(options.rounds),\"lookups_per_round\":\(perRound)}")
+        } else {
+            say("| \(n) | \(load) | \(fmt(floor.ns)) | \(fmt(floorHuge.ns)) | \(fmt(single.ns)) | \(fmt(batched.ns)) | \(fmt(prefetched.ns)) | \(fixed(single.ns / floor.ns, 2)) | \(fmt(floor.wallNs)) / \(fmt(single.wallNs)) / \(fmt(batched.wallNs)) |")
+        }
+        if !options.dirGiven { unlink(path) }
     }
 }
 
@@ -443,7 +630,8 @@ while i < args.count {
     case "--sizes": options.sizes = value.split(separator: ",").compactMap(parseCount); i += 1
     case "--rounds": options.rounds = Int(value) ?? options.rounds; i += 1
     case "--entries": options.entries = parseCount(Substring(value)) ?? options.entries; i += 1
-    case "--dir": options.dir = value; i += 1
+    case "--dir": options.dir = value; options.dirGiven = true; i += 1
+    case "--json": options.json = true
     case "--shifts": options.shifts = value.split(separator: ",").compactMap { UInt32($0) }; i += 1
     case "--probes": options.probes = Int(value) ?? options.probes; i += 1
     case "--keep": options.keep = UInt32(value); i += 1
@@ -460,6 +648,7 @@ while i < args.count {
 }
 switch mode {
 case "directory": directoryBenchmark(options)
+case "lookups": lookupsBenchmark(options)
 case "compile": compileBenchmark(options)
 case "blocks": blocksBenchmark(options)
 case "generate": generateCSV(options)
