@@ -170,21 +170,47 @@ struct AnswerPrinter {
             pending.append(contentsOf: chunk[0..<n])
             var start = 0
             pending.withUnsafeBytes { raw in
+                var lines: [UnsafeRawBufferPointer] = []
+                lines.reserveCapacity(Self.linesTogether)
                 while let newline = raw[start...].firstIndex(of: 0x0A) {
-                    screenLine(UnsafeRawBufferPointer(rebasing: raw[start..<newline]))
+                    lines.append(UnsafeRawBufferPointer(rebasing: raw[start..<newline]))
                     start = newline + 1
+                    if lines.count == Self.linesTogether {
+                        screenLines(lines)
+                        lines.removeAll(keepingCapacity: true)
+                    }
                 }
+                screenLines(lines)
             }
             pending.removeFirst(start)
         }
-        if !pending.isEmpty { pending.withUnsafeBytes { screenLine($0) } }
+        if !pending.isEmpty { pending.withUnsafeBytes { screenLines([$0]) } }
     }
 
-    private mutating func screenLine(_ line: UnsafeRawBufferPointer) {
-        var line = line
-        if line.last == 0x0D { line = UnsafeRawBufferPointer(rebasing: line.dropLast()) }
-        screen(line)
-        out.flushIfLarge()
+    /// Lines screened together: their numbers' search paths are first walked in every
+    /// directory at once (`ScreeningSet.prefetch`, 32 searches interleaved), then each line
+    /// is decided alone as before and finds its slots in the cache. The decision itself
+    /// stays one number at a time: contacts, policies, journals and several directories
+    /// come between a number and its lookups, and the output must not change.
+    static let linesTogether = 256
+    private var warming: [PhoneNumber] = []
+
+    private mutating func screenLines(_ lines: [UnsafeRawBufferPointer]) {
+        if !set.directories.isEmpty, lines.count > 1 {
+            warming.removeAll(keepingCapacity: true)
+            for line in lines {
+                if let number = identities.withIdentity(withoutCR(line), { set.normalizer.normalize($0).number }) { warming.append(number) }
+            }
+            warming.withUnsafeBufferPointer { set.prefetch($0) }
+        }
+        for line in lines {
+            screen(withoutCR(line))
+            out.flushIfLarge()
+        }
+    }
+
+    private func withoutCR(_ line: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        line.last == 0x0D ? UnsafeRawBufferPointer(rebasing: line.dropLast()) : line
     }
 
     /// The same reader the daemon's SIP parser uses for From and P-Asserted-Identity.

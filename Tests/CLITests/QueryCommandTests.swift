@@ -112,6 +112,38 @@ final class QueryCommandTests: CLITestCase {
         XCTAssertEqual(text.stdoutLines.count, kinds.count)
     }
 
+    /// Standard input is screened 256 lines at a time, each chunk's search paths warmed
+    /// first: the answers, and the refusals of a damaged directory, are byte for byte those
+    /// of the same numbers given as arguments, across chunk boundaries.
+    func testStandardInputInChunksAnswersAsArguments() throws {
+        let kinds = ["+8613800138000", "013800138000", "+8613900000000", "anonymous", "101", "+8617012345678",
+                     "13911112222", "+8613600000000", "sip:+8613500000000@h", "abc", "+8617055551234", "+8613812345678"]
+        var inputs: [String] = []
+        for i in 0..<700 {
+            inputs.append(i % 3 == 0 ? "+86139\(String(format: "%08d", i * 7919 % 100_000))" : kinds[(i * 5 + i / kinds.count) % kinds.count])
+        }
+        let stdin = Data((inputs.joined(separator: "\n") + "\n").utf8)
+        for json in [false, true] {
+            let flags = json ? ["--json"] : []
+            let piped = try lookupd(["query", "--config", config] + flags + ["-"], stdin: stdin)
+            let given = try lookupd(["query", "--config", config] + flags + inputs)
+            XCTAssertEqual(piped.status, 0, piped.stderr)
+            XCTAssertEqual(piped.stdout, given.stdout)
+            XCTAssertEqual(piped.stdoutLines.count, inputs.count)
+        }
+
+        var bytes = [UInt8](read(file("operator.lkd")))
+        bytes[256 + 8 * 2] ^= 0x01  // a key slot every search reads
+        write("operator.lkd", Data(bytes))
+        let piped = try lookupd(["query", "--config", config, "-"], stdin: stdin)
+        let given = try lookupd(["query", "--config", config] + inputs)
+        XCTAssertEqual(piped.status, 1)
+        XCTAssertEqual(piped.stdout, given.stdout)
+        XCTAssertEqual(piped.stderr, given.stderr)
+        XCTAssertTrue(piped.stderr.contains("'+8613800138000' not screened"), piped.stderr)
+        XCTAssertTrue(piped.stdout.contains("anonymous"), "numbers no directory decides are still answered")
+    }
+
     func testDirectoryAndContactsOptionsOverrideTheConfig() throws {
         var r = try lookupd(["query", "--config", config, "--directory", file("community.lkd"), "+8613800138000", "+8613600000000", "13911112222"])
         XCTAssertEqual(r.status, 0, r.stderr)
