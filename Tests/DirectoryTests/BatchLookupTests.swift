@@ -55,6 +55,16 @@ final class BatchLookupTests: XCTestCase {
         return out
     }
 
+    /// `c` written in 512-byte blocks and copied with one bit flipped at each offset that
+    /// `offsets` picks from the header: the copy's path.
+    func damagedFile(_ c: DirectoryContent, _ offsets: (DirectoryHeader) -> [Int]) throws -> String {
+        let path = folder.file("good.lkd")
+        try DirectoryWriter.write(c, to: path, blockShift: 9)
+        var bytes = readBytes(path)
+        for offset in offsets(try DirectoryFile(path: path).header) { bytes[offset] ^= 0x04 }
+        return folder.write("damaged.lkd", bytes)
+    }
+
     func single(_ file: DirectoryFile, _ numbers: [PhoneNumber]) -> [Result<DirectoryEntry?, DirectoryError>] {
         numbers.map { number in Result { () throws(DirectoryError) in try file.lookup(number) } }
     }
@@ -103,13 +113,7 @@ final class BatchLookupTests: XCTestCase {
     /// same errors batched as one by one, and the others in their batches still answer.
     func testDamagedBlocksFailTheSameLookups() throws {
         let c = sampleContent()
-        let path = folder.file("good.lkd")
-        try DirectoryWriter.write(c, to: path, blockShift: 9)
-        let header = try DirectoryFile(path: path).header
-        var bytes = readBytes(path)
-        bytes[Int(header.keysOffset) + 8 * 19_000] ^= 0x04
-        bytes[Int(header.valuesOffset) + 4 * 5_000] ^= 0x10
-        let damaged = folder.write("damaged.lkd", bytes)
+        let damaged = try damagedFile(c) { [Int($0.keysOffset) + 8 * 19_000, Int($0.valuesOffset) + 4 * 5_000] }
 
         // Members around both damaged slots, so some batches mix failing and answering lookups.
         var numbers = probes(c, count: 3_000)
@@ -142,12 +146,7 @@ final class BatchLookupTests: XCTestCase {
     /// afterwards a lookup through a damaged block still throws.
     func testPrefetchVerifiesNothing() throws {
         let c = sampleContent()
-        let path = folder.file("good.lkd")
-        try DirectoryWriter.write(c, to: path, blockShift: 9)
-        let header = try DirectoryFile(path: path).header
-        var bytes = readBytes(path)
-        bytes[Int(header.keysOffset) + 8 * 19_000] ^= 0x04
-        let damaged = folder.write("damaged.lkd", bytes)
+        let damaged = try damagedFile(c) { [Int($0.keysOffset) + 8 * 19_000] }
         let numbers = probes(c, count: 2_000)
         let expected = single(try DirectoryFile(path: damaged), numbers)
 
@@ -163,10 +162,10 @@ final class BatchLookupTests: XCTestCase {
         try skipUnderSanitizer("registers the SIGBUS guard, which a sanitizer's own handler does not share")
         let c = sampleContent()
         let path = folder.file("guarded.lkd")
-        try DirectoryWriter.write(c, to: path, blockShift: 12)
+        try DirectoryWriter.write(c, to: path)
+        // Served as the daemon serves an installed file (a bad descriptor makes the init throw).
         let fd = open(path, O_RDONLY)
-        XCTAssertGreaterThanOrEqual(fd, 0)
-        defer { close(fd) }
+        defer { if fd >= 0 { close(fd) } }
         let file = try DirectoryFile(descriptor: fd, path: path, guarded: true)
         let numbers = probes(c, count: 100)
         let before = batched(file, numbers)
