@@ -2,7 +2,6 @@ import Answering
 import Addresses
 import SystemCalls
 import Configuration
-import Directory
 import Glibc
 import SIP
 import Synchronization
@@ -60,9 +59,8 @@ final class Worker: @unchecked Sendable {
     private let outVectors: UnsafeMutablePointer<iovec>
     private let inMessages: UnsafeMutablePointer<MessageHeader>
     private let outMessages: UnsafeMutablePointer<MessageHeader>
-    /// The callers guessed from a batch's INVITEs (`warmDirectories`), up to two per datagram.
-    private let hints: UnsafeMutablePointer<PhoneNumber>
-    private static let hintsPerMessage = 2
+    /// Redirect mode: the directories warmed for a batch's callers before it is answered.
+    private let warmup = CallerWarmup(messages: Worker.batch)
 
     init(index: Int, current: CurrentSet, stopFlag: StopFlag, listen: [ListenAddress], toTagKey: UInt64,
          logSink: LogSink? = nil) throws(SystemError) {
@@ -86,7 +84,6 @@ final class Worker: @unchecked Sendable {
         outVectors = .allocate(capacity: Worker.batch)
         inMessages = .allocate(capacity: Worker.batch)
         outMessages = .allocate(capacity: Worker.batch)
-        hints = .allocate(capacity: Worker.batch * Worker.hintsPerMessage)
 
         epfd = (try? Poll.create()) ?? -1
         wakeFD = (try? Poll.makeEventCounter()) ?? -1
@@ -126,7 +123,6 @@ final class Worker: @unchecked Sendable {
         outVectors.deallocate()
         inMessages.deallocate()
         outMessages.deallocate()
-        hints.deallocate()
     }
 
     private func closeAll() {
@@ -207,27 +203,13 @@ final class Worker: @unchecked Sendable {
 
     // MARK: - UDP
 
-    /// Before a batch is answered one datagram at a time: the callers guessed from its
-    /// INVITEs (`SIPCallerHint`: From and P-Asserted-Identity in `+` form) are looked up in
-    /// every directory together (`ScreeningSet.prefetch`, 32 searches interleaved), so each
-    /// answer finds its search path in the cache instead of waiting on a DRAM read per level.
-    /// Only the cache changes: every answer still comes from the parsed message, through the
-    /// checked lookup, and the warm-up's reads of a file served from disk are inside the
-    /// SIGBUS guard like any other.
+    /// Before a batch is answered one datagram at a time (`CallerWarmup`): a batch of one
+    /// has no other searches to overlap with, so it is answered straight away.
     private func warmDirectories(_ received: Int) {
-        let directories = set.screening
-        guard !directories.directories.isEmpty else { return }
-        var count = 0
         for i in 0..<received where inMessages[i].msg_hdr.msg_flags & Int32(MSG_TRUNC) == 0 {
-            let message = UnsafeRawBufferPointer(start: inBuffers + i * inSlot, count: min(Int(inMessages[i].msg_len), inSlot))
-            SIPCallerHint.numbers(message, limit: Worker.hintsPerMessage) { value in
-                if let number = PhoneNumber(value: value) {
-                    hints[count] = number
-                    count += 1
-                }
-            }
+            warmup.add(UnsafeRawBufferPointer(start: inBuffers + i * inSlot, count: min(Int(inMessages[i].msg_len), inSlot)))
         }
-        if count > 1 { directories.prefetch(UnsafeBufferPointer(start: hints, count: count)) }
+        warmup.warm(set.screening)
     }
 
     private func serveUDP(_ fd: Int32) {
