@@ -36,8 +36,12 @@ public final class CallerWarmup {
     }
 
     /// Looks the callers added so far up in every directory of `set`, then forgets them.
-    public func warm(_ set: ScreeningSet) {
-        if count > 0, !set.directories.isEmpty { set.prefetch(UnsafeBufferPointer(start: hints, count: count)) }
+    /// `everyDirectory`: the small ones too (the fuzz harness; a worker warms only those
+    /// `ScreeningSet.warmedEntries` says pay).
+    public func warm(_ set: ScreeningSet, everyDirectory: Bool = false) {
+        if count > 0, everyDirectory || set.warmsBatches {
+            set.prefetch(UnsafeBufferPointer(start: hints, count: count), atLeast: everyDirectory ? 0 : ScreeningSet.warmedEntries)
+        }
         count = 0
     }
 }

@@ -232,7 +232,7 @@ final class Worker: @unchecked Sendable {
             var replies = 0
             // Proxy mode: requests answered or forwarded, timed like the answers.
             var proxied = 0
-            if proxy == nil, received > 1 { warmDirectories(Int(received)) }
+            if proxy == nil, received > 1, set.screening.warmsBatches { warmDirectories(Int(received)) }
             for i in 0..<Int(received) {
                 let length = Int(inMessages[i].msg_len)
                 let (ip, port) = SocketAddress.decode(UnsafeRawPointer(names + i))

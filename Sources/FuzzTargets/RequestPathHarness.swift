@@ -61,7 +61,7 @@ public final class RequestPathHarness {
         // The worker's warm-up before a batch, here for a batch of this one datagram, so the
         // fuzzers read hostile bytes through the caller guess too.
         warmup.add(input)
-        warmup.warm(set.screening)
+        warmup.warm(set.screening, everyDirectory: true)
         let n = answer(input, MessageSource(ip: ip, port: port, transport: .udp))
         return try body(UnsafeRawBufferPointer(rebasing: out[0..<n]))
     }

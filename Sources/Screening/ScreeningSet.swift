@@ -60,7 +60,18 @@ public final class ScreeningSet: Sendable {
         self.policies = policies
         self.attribution = attribution
         self.usesTime = policies.usesTime || directories.contains { $0.active != nil }
+        self.warmsBatches = directories.contains { $0.file.count >= ScreeningSet.warmedEntries }
     }
+
+    /// Directories of fewer entries are not warmed (`prefetch`): 2^22 entries are 48 MiB of
+    /// keys and values, more than the last-level cache of this machine (32 MiB) and of most
+    /// servers; a smaller directory's search paths are mostly in the cache already, and the
+    /// warm-up's reading of every message's headers would be paid for nothing. (The gain was
+    /// measured at 10^8 entries only: docs/BENCHMARKS.md, "The daemon's receive batch".)
+    public static let warmedEntries = 1 << 22
+
+    /// Some directory is large enough to be warmed for a batch of callers.
+    public let warmsBatches: Bool
 
     /// The same set with directory `index` replaced (a journal update or a
     /// compacted file); everything else is shared.
@@ -76,8 +87,12 @@ public final class ScreeningSet: Sendable {
     /// Warms every directory's search paths for `numbers` (`DirectoryFile.prefetchBatch`),
     /// so that the decisions which follow, each looking its number up one directory at a
     /// time, find the slots in the cache. Changes nothing a decision reads.
-    public func prefetch(_ numbers: UnsafeBufferPointer<PhoneNumber>) {
-        for directory in directories { directory.file.prefetchBatch(numbers) }
+    /// Only directories of at least `entries` entries (the fuzz harness warms every one, so
+    /// that its small ones are read through this path too).
+    public func prefetch(_ numbers: UnsafeBufferPointer<PhoneNumber>, atLeast entries: Int = ScreeningSet.warmedEntries) {
+        for directory in directories where directory.file.count >= entries {
+            directory.file.prefetchBatch(numbers)
+        }
     }
 
     /// Screens a number given as text (not a URI: the SIP layer reads those), without

@@ -202,7 +202,7 @@ struct AnswerPrinter {
             for line in lines {
                 if let number = plainE164(withoutCR(line)) { warming.append(number) }
             }
-            warming.withUnsafeBufferPointer { set.prefetch($0) }
+            warming.withUnsafeBufferPointer { set.prefetch($0, atLeast: 0) }
         }
         for line in lines {
             screen(withoutCR(line))
