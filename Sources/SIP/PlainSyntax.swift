@@ -94,6 +94,18 @@ private struct Scanner {
         return true
     }
 
+    /// `1*5DIGIT` after a ':', as a port of at most 65535 (the readers' limit).
+    @inline(__always) mutating func port() -> Int? {
+        let start = i
+        var value = 0
+        while i < count, isDigit(byte(i)) {
+            value = value &* 10 &+ Int(byte(i) &- 0x30)
+            i += 1
+        }
+        guard i > start, i - start <= 5, value <= 65535 else { return nil }
+        return value
+    }
+
     /// `*( ';' name [ '=' value ] )` with both from `set`, names and values non-empty.
     @inline(__always) mutating func parameters(_ set: ByteClass) -> Bool {
         while take(ASCII.semicolon) {
@@ -213,4 +225,161 @@ func isPlainCSeq(_ value: SIPText) -> Bool {
     while !s.atEnd, isDigit(s.current) { s.i += 1 }
     guard s.i > 0, s.take(ASCII.space), s.skip(.token) > 0 else { return false }
     return s.atEnd
+}
+
+// MARK: - The plain check and the reading in one walk
+//
+// The parser used to check a value's plain shape (above) and then read it again
+// (WireParsing.swift): two or three walks of each From, To, Request-URI and top Via. The
+// functions below do both in one walk. Each answers exactly what the two steps together give
+// for a plain value (`SIPURI.read`, `SIPNameAddress.read`, `SIPVia.read`, the same pieces of the
+// same bytes), and `nil` for anything else: a value that is not plain, one the reader would
+// refuse (a port above 65535), and shapes left to the two steps (tel: URIs, a value starting
+// with white space). On `nil` the caller takes the two steps as before, so no verdict changes.
+// `PlainSyntaxTests` compares the one walk with the two steps on the generated values.
+
+/// `isPlainURI(uri, allowSemicolonInUser:)` and `SIPURI.read(uri)` in one walk, for sip: and
+/// sips: URIs.
+func readPlainSIPURI(_ uri: SIPText, allowSemicolonInUser: Bool = true, arena: inout Arena) -> SIPURI? {
+    guard uri.count >= 5 else { return nil }
+    var s = Scanner(uri)
+    guard s.byte(0) | 0x20 == UInt8(ascii: "s"), s.byte(1) | 0x20 == UInt8(ascii: "i"),
+          s.byte(2) | 0x20 == UInt8(ascii: "p") else { return nil }
+    var result = SIPURI()
+    let b3 = s.byte(3)
+    if b3 == ASCII.colon {
+        s.i = 4
+        result.scheme = .sip
+    } else if b3 | 0x20 == UInt8(ascii: "s"), s.byte(4) == ASCII.colon {
+        s.i = 5
+        result.scheme = .sips
+    } else {
+        return nil
+    }
+    result.text = uri
+    result.schemeText = SIPText(baseAddress: s.p, count: s.i - 1)
+    // No '@' in the user, host or parameter classes: the one '@' is the last one too.
+    let userStart = s.i
+    let userLength = s.skip(allowSemicolonInUser ? .user : .userNoSemicolon)
+    if s.take(ASCII.at) {
+        guard userLength > 0 else { return nil }
+        let rawUser = SIPText(baseAddress: s.p + userStart, count: userLength)
+        result.rawUser = rawUser
+        result.user = arena.percentDecoded(rawUser)
+    } else {
+        s.i = userStart
+    }
+    let hostStart = s.i
+    if s.take(ASCII.leftBracket) {
+        guard s.skip(.ipv6) > 0, s.take(ASCII.rightBracket) else { return nil }
+    } else {
+        guard s.skip(.host) > 0 else { return nil }
+    }
+    result.host = SIPText(baseAddress: s.p + hostStart, count: s.i - hostStart)
+    if s.take(ASCII.colon) {
+        guard let port = s.port() else { return nil }
+        result.port = port
+    }
+    let parametersStart = s.i
+    if allowSemicolonInUser {
+        guard s.parameters(.uriParameter) else { return nil }
+    }
+    guard s.atEnd else { return nil }
+    result.parameters = SIPParameters(SIPText(baseAddress: s.p + parametersStart, count: s.count - parametersStart))
+    return result
+}
+
+/// `isPlainNameAddress(value)` and `SIPNameAddress.read(value)` in one walk.
+func readPlainNameAddress(_ value: SIPText, arena: inout Arena) -> SIPNameAddress? {
+    guard value.count >= 6 else { return nil }
+    var s = Scanner(value)
+    var result = SIPNameAddress()
+    let first = s.byte(0)
+    if first == ASCII.quote {
+        s.i = 1
+        while !s.atEnd {
+            let b = s.current
+            if b == ASCII.quote || b == ASCII.backslash || b < 0x20 || b == ASCII.del { break }
+            s.i += 1
+        }
+        let close = s.i
+        guard s.take(ASCII.quote) else { return nil }
+        // No quoted-pair inside: the name is the bytes between the quotes.
+        result.rawDisplayName = SIPText(baseAddress: s.p, count: close + 1)
+        result.displayName = SIPText(baseAddress: s.p + 1, count: close - 1)
+        while s.take(ASCII.space) {}
+        guard s.take(ASCII.lessThan) else { return nil }
+    } else if first == ASCII.lessThan {
+        s.i = 1
+    } else {
+        guard ByteClass.token.contains(first) else { return nil }
+        while !s.atEnd, ByteClass.token.contains(s.current) || s.current == ASCII.space { s.i += 1 }
+        if s.take(ASCII.lessThan) {
+            // A token display name: without its trailing spaces, nothing to unfold.
+            var end = s.i - 1
+            while end > 0, s.byte(end - 1) == ASCII.space { end -= 1 }
+            let display = SIPText(baseAddress: s.p, count: end)
+            result.rawDisplayName = display
+            result.displayName = display
+        } else {
+            // addr-spec: the URI ends at the first ';'.
+            var end = 0
+            while end < s.count, s.byte(end) != ASCII.semicolon { end += 1 }
+            guard end >= 6,
+                  let uri = readPlainSIPURI(SIPText(baseAddress: s.p, count: end), allowSemicolonInUser: false, arena: &arena)
+            else { return nil }
+            s.i = end
+            guard s.parameters(.token), s.atEnd else { return nil }
+            result.uri = uri
+            result.parameters = SIPParameters(SIPText(baseAddress: s.p + end, count: s.count - end))
+            return result
+        }
+    }
+    // name-addr: the URI ends at the first '>'.
+    let uriStart = s.i
+    while !s.atEnd, s.current != ASCII.greaterThan { s.i += 1 }
+    guard !s.atEnd, s.i - uriStart >= 6,
+          let uri = readPlainSIPURI(SIPText(baseAddress: s.p + uriStart, count: s.i - uriStart), arena: &arena)
+    else { return nil }
+    s.i += 1
+    let parametersStart = s.i
+    guard s.parameters(.token), s.atEnd else { return nil }
+    result.uri = uri
+    result.parameters = SIPParameters(SIPText(baseAddress: s.p + parametersStart, count: s.count - parametersStart))
+    return result
+}
+
+/// `isPlainVia(value)` and `SIPVia.read(value)` in one walk.
+func readPlainVia(_ value: SIPText) -> SIPVia? {
+    var s = Scanner(value)
+    var via = SIPVia()
+    @inline(__always) func piece(_ from: Int, _ to: Int) -> SIPText { SIPText(baseAddress: s.p + from, count: to - from) }
+    guard s.skip(.token) > 0 else { return nil }
+    via.protocolName = piece(0, s.i)
+    guard s.take(ASCII.slash) else { return nil }
+    var start = s.i
+    guard s.skip(.token) > 0 else { return nil }
+    via.protocolVersion = piece(start, s.i)
+    guard s.take(ASCII.slash) else { return nil }
+    start = s.i
+    guard s.skip(.token) > 0 else { return nil }
+    via.transport = piece(start, s.i)
+    guard s.take(ASCII.space) else { return nil }
+    start = s.i
+    if s.take(ASCII.leftBracket) {
+        // The sent-by host of an IPv6 reference without its brackets, as SIPVia.read has it.
+        guard s.skip(.ipv6) > 0, s.take(ASCII.rightBracket) else { return nil }
+        via.host = piece(start + 1, s.i - 1)
+    } else {
+        guard s.skip(.host) > 0 else { return nil }
+        via.host = piece(start, s.i)
+    }
+    if s.take(ASCII.colon) {
+        guard let port = s.port() else { return nil }
+        via.port = port
+    }
+    start = s.i
+    guard s.parameters(.token), s.atEnd else { return nil }
+    via.parameters = SIPParameters(piece(start, s.count))
+    return via
 }

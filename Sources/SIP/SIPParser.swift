@@ -121,36 +121,52 @@ public final class SIPParser {
         for value in s.requireValues where !allItemsAreTokens(value) { return malformed(.invalidHeader(.require)) }
         for value in s.proxyRequireValues where !allItemsAreTokens(value) { return malformed(.invalidHeader(.proxyRequire)) }
 
-        guard let uri = SIPURI.read(s.requestURIText, arena: &s.arena) else { return malformed(.badRequestURI) }
-        // A 302 copies the Request-URI into Contact. One holding bytes a URI may
-        // not carry unescaped (<, >, ", non-ASCII) would get no answer at all
-        // (the writer refuses it) and be miscounted: refuse it here, with a 400.
-        guard isSafeURI(s.requestURIText) else { return malformed(.badRequestURI) }
-        switch uri.scheme {
-        case .sip, .sips:
-            guard isPlainURI(s.requestURIText) || osipAccepts(uri: s.requestURIText) else { return malformed(.badRequestURI) }
-        case .tel:
-            guard (uri.rawUser?.count ?? 0) > 0 else { return malformed(.badRequestURI) }
-        case .other:
-            break // answered with 416 by the protocol checks
+        // A plain sip:/sips: Request-URI is read and judged in one walk (PlainSyntax.swift; its
+        // bytes are all safe ones); any other takes the steps below.
+        if let uri = readPlainSIPURI(s.requestURIText, arena: &s.arena) {
+            s.requestURI = uri
+        } else {
+            guard let uri = SIPURI.read(s.requestURIText, arena: &s.arena) else { return malformed(.badRequestURI) }
+            // A 302 copies the Request-URI into Contact. One holding bytes a URI may
+            // not carry unescaped (<, >, ", non-ASCII) would get no answer at all
+            // (the writer refuses it) and be miscounted: refuse it here, with a 400.
+            guard isSafeURI(s.requestURIText) else { return malformed(.badRequestURI) }
+            switch uri.scheme {
+            case .sip, .sips:
+                guard isPlainURI(s.requestURIText) || osipAccepts(uri: s.requestURIText) else { return malformed(.badRequestURI) }
+            case .tel:
+                guard (uri.rawUser?.count ?? 0) > 0 else { return malformed(.badRequestURI) }
+            case .other:
+                break // answered with 416 by the protocol checks
+            }
+            s.requestURI = uri
         }
-        s.requestURI = uri
 
         // libosip2 judges each header lookupd relies on. Headers lookupd does not use are not
         // judged at all: an element should not reject a request over a header it does not need
         // (RFC 4475 §3.1.2.12), and skipping osip_message_parse avoids its per-message cost.
         // The plain shapes (PlainSyntax.swift) are ones osip is known to accept; only other
-        // values are handed to osip.
-        for v in s.viaValues where !isPlainVia(v) && !osipAccepts(v, OsipBridge.acceptsVia) { return malformed(.invalidHeader(.via)) }
+        // values are handed to osip. A plain top Via, From and To are also read in that one walk
+        // (`readPlain...`); the others are read after every check, as before.
+        let plainTopVia = readPlainVia(s.viaValues[0])
+        for v in s.viaValues.dropFirst(plainTopVia == nil ? 0 : 1) {
+            guard isPlainVia(v) || osipAccepts(v, OsipBridge.acceptsVia) else { return malformed(.invalidHeader(.via)) }
+        }
         let fromValue = s.from.value!, toValue = s.to.value!, callIDValue = s.callID.value!, cseqValue = s.cseq.value!
-        guard isPlainNameAddress(fromValue) || osipAccepts(fromValue, OsipBridge.acceptsNameAddress) else { return malformed(.invalidHeader(.from)) }
-        guard isPlainNameAddress(toValue) || osipAccepts(toValue, OsipBridge.acceptsNameAddress) else { return malformed(.invalidHeader(.to)) }
+        let plainFrom = readPlainNameAddress(fromValue, arena: &s.arena)
+        if plainFrom == nil {
+            guard isPlainNameAddress(fromValue) || osipAccepts(fromValue, OsipBridge.acceptsNameAddress) else { return malformed(.invalidHeader(.from)) }
+        }
+        let plainTo = readPlainNameAddress(toValue, arena: &s.arena)
+        if plainTo == nil {
+            guard isPlainNameAddress(toValue) || osipAccepts(toValue, OsipBridge.acceptsNameAddress) else { return malformed(.invalidHeader(.to)) }
+        }
         guard isPlainCallID(callIDValue) || osipAccepts(callIDValue, OsipBridge.acceptsCallID) else { return malformed(.invalidHeader(.callID)) }
         guard isPlainCSeq(cseqValue) || osipAccepts(cseqValue, OsipBridge.acceptsCSeq) else { return malformed(.invalidHeader(.cseq)) }
 
-        guard let fromAddress = SIPNameAddress.read(s.from.value!, arena: &s.arena) else { return malformed(.invalidHeader(.from)) }
-        guard let toAddress = SIPNameAddress.read(s.to.value!, arena: &s.arena) else { return malformed(.invalidHeader(.to)) }
-        guard let topVia = SIPVia.read(s.viaValues[0]) else { return malformed(.invalidHeader(.via)) }
+        guard let fromAddress = plainFrom ?? SIPNameAddress.read(fromValue, arena: &s.arena) else { return malformed(.invalidHeader(.from)) }
+        guard let toAddress = plainTo ?? SIPNameAddress.read(toValue, arena: &s.arena) else { return malformed(.invalidHeader(.to)) }
+        guard let topVia = plainTopVia ?? SIPVia.read(s.viaValues[0]) else { return malformed(.invalidHeader(.via)) }
         s.fromAddress = fromAddress
         s.toAddress = toAddress
         s.topVia = topVia
@@ -317,9 +333,11 @@ public final class SIPParser {
                 guard item.count > 0 else { continue }
                 // An identity osip cannot parse is ignored, not fatal: PAI is advisory and a
                 // broken one must not cost the caller their call.
-                let ok = isPlainNameAddress(item) || osipAccepts(item, OsipBridge.acceptsNameAddress)
-                if ok, list.count < MessageStore.maxAssertedIdentities,
-                   let address = SIPNameAddress.read(item, arena: &s.arena) {
+                // One walk for a plain value (PlainSyntax.swift), the check and the reading otherwise.
+                if list.count < MessageStore.maxAssertedIdentities,
+                   let address = readPlainNameAddress(item, arena: &s.arena)
+                    ?? ((isPlainNameAddress(item) || osipAccepts(item, OsipBridge.acceptsNameAddress))
+                        ? SIPNameAddress.read(item, arena: &s.arena) : nil) {
                     list.append(address)
                 } else {
                     invalid += 1

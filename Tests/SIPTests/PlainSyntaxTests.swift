@@ -25,16 +25,17 @@ final class PlainSyntaxTests: XCTestCase {
                                ";a=b;c=d", ";tag=a b", ";", ";;", ";tag=a,b", ";expires=60"]
     static let telBodies = ["+8613800138000", "1", "12", "+1-212-555-0100;phone-context=x", "12;", "+49(0)30", "a=b", ""]
 
-    func uri(_ r: inout SeededRandom) -> String {
-        let scheme = r.pick(Self.schemes)
+    /// `sipOnly`: a sip:/sips: URI without `?headers` (more of them plain, for the one-walk tests).
+    func uri(_ r: inout SeededRandom, sipOnly: Bool = false) -> String {
+        let scheme = sipOnly ? r.pick(["sip:", "sips:", "SIP:", "Sips:"]) : r.pick(Self.schemes)
         if scheme.lowercased() == "tel:" { return scheme + r.pick(Self.telBodies) }
         let user = r.pick(Self.users)
         let userPart = user.isEmpty ? (r.below(4) == 0 ? "@" : "") : user + r.pick(["@", "@", "@", ":pw@", "@@", ""])
-        return scheme + userPart + r.pick(Self.hosts) + r.pick(Self.ports) + r.pick(Self.uriParams) + r.pick(["", "", "", "?h=1", "?"])
+        return scheme + userPart + r.pick(Self.hosts) + r.pick(Self.ports) + r.pick(Self.uriParams) + (sipOnly ? "" : r.pick(["", "", "", "?h=1", "?"]))
     }
 
-    func nameAddress(_ r: inout SeededRandom) -> String {
-        let u = uri(&r)
+    func nameAddress(_ r: inout SeededRandom, sipOnly: Bool = false) -> String {
+        let u = uri(&r, sipOnly: sipOnly)
         switch r.below(4) {
         case 0: return u + r.pick(Self.headerParams)
         case 1: return "<" + u + ">" + r.pick(Self.headerParams)
@@ -137,6 +138,137 @@ final class PlainSyntaxTests: XCTestCase {
         let cseqs = check("cseq", count: 50_000, seed: 5, generate: { cseq(&$0) },
                           plain: isPlainCSeq, osip: OsipBridge.acceptsCSeq)
         XCTAssertGreaterThan(cseqs.plain, 5_000)
+    }
+
+    // MARK: - One walk against the two steps
+
+    /// The same piece: the same bytes, and the same place in the value unless both were
+    /// derived into an arena (a %-decoded user part).
+    func samePiece(_ a: SIPText?, _ b: SIPText?, in value: UnsafeRawBufferPointer) -> Bool {
+        guard let a, let b else { return a == nil && b == nil }
+        func inValue(_ t: SIPText) -> Bool {
+            guard let p = t.baseAddress, let base = value.baseAddress else { return false }
+            return p >= base && p < base + value.count
+        }
+        guard a == b else { return false }
+        if inValue(a) || inValue(b) { return a.baseAddress == b.baseAddress }
+        return true
+    }
+
+    func sameParameters(_ a: SIPParameters, _ b: SIPParameters, in value: UnsafeRawBufferPointer) -> Bool {
+        samePiece(a.text, b.text, in: value)
+    }
+
+    func sameURI(_ a: SIPURI, _ b: SIPURI, in v: UnsafeRawBufferPointer) -> Bool {
+        a.scheme == b.scheme && a.port == b.port && samePiece(a.text, b.text, in: v) && samePiece(a.schemeText, b.schemeText, in: v)
+            && samePiece(a.rawUser, b.rawUser, in: v) && samePiece(a.user, b.user, in: v) && samePiece(a.host, b.host, in: v)
+            && sameParameters(a.parameters, b.parameters, in: v) && samePiece(a.headers, b.headers, in: v)
+    }
+
+    /// Runs the one-walk reader and the two steps (plain check, then reader) on many values:
+    /// the one walk must give what the two steps give whenever it gives anything, and must
+    /// give something for every plain value of the shapes it takes on.
+    func compareOneWalk<T>(_ name: String, count: Int, seed: UInt64, generate: (inout SeededRandom) -> String,
+                           oneWalk: (SIPText, inout Arena) -> T?, plain: (SIPText) -> Bool, read: (SIPText, inout Arena) -> T?,
+                           taken: (SIPText) -> Bool, same: (T, T, UnsafeRawBufferPointer) -> Bool,
+                           file: StaticString = #filePath, line: UInt = #line) -> Int {
+        var r = SeededRandom(seed: seed)
+        var arenaA = Arena(capacity: 65536), arenaB = Arena(capacity: 65536)
+        defer { arenaA.deallocate(); arenaB.deallocate() }
+        var hits = 0, failures = 0
+        for i in 0..<count {
+            var bytes = Array(generate(&r).utf8)
+            if i % 2 == 1 { bytes = mutate(bytes, &r) }
+            arenaA.reset()
+            arenaB.reset()
+            let problem: String? = bytes.withUnsafeBytes { raw in
+                let text = SIPText(baseAddress: raw.baseAddress, count: raw.count)
+                let fast = oneWalk(text, &arenaA)
+                let slow = plain(text) ? read(text, &arenaB) : nil
+                switch (fast, slow) {
+                case (nil, nil): return nil
+                case (let f?, let s?): hits += 1; return same(f, s, raw) ? nil : "differs"
+                case (_?, nil): return "one walk reads what the two steps refuse"
+                case (nil, _?): return taken(text) ? "one walk refuses a plain value" : nil
+                }
+            }
+            if let problem {
+                failures += 1
+                if failures <= 10 { XCTFail("\(name): \(problem): \(String(decoding: bytes, as: UTF8.self).debugDescription)", file: file, line: line) }
+            }
+        }
+        return hits
+    }
+
+    func testOneWalkURIsReadAsTheTwoSteps() {
+        for allow in [true, false] {
+            let hits = compareOneWalk("uri", count: 200_000, seed: 11, generate: { r in let sipOnly = r.below(2) == 0; return uri(&r, sipOnly: sipOnly) },
+                                      oneWalk: { readPlainSIPURI($0, allowSemicolonInUser: allow, arena: &$1) },
+                                      plain: { isPlainURI($0, allowSemicolonInUser: allow) },
+                                      read: { SIPURI.read($0, arena: &$1) },
+                                      taken: { $0.count > 3 && ($0[0] | 0x20) == UInt8(ascii: "s") && !Self.hasLargePort($0) },
+                                      same: sameURI)
+            XCTAssertGreaterThan(hits, allow ? 8_000 : 500)
+        }
+    }
+
+    func testOneWalkNameAddressesReadAsTheTwoSteps() {
+        let hits = compareOneWalk("name-addr", count: 300_000, seed: 12, generate: { r in let sipOnly = r.below(2) == 0; return nameAddress(&r, sipOnly: sipOnly) },
+                                  oneWalk: { readPlainNameAddress($0, arena: &$1) }, plain: isPlainNameAddress,
+                                  read: { SIPNameAddress.read($0, arena: &$1) },
+                                  taken: { !Self.containsTel($0) && !Self.hasLargePort($0) && !isLWS($0[0]) },
+                                  same: { a, b, v in
+                                      samePiece(a.displayName, b.displayName, in: v) && samePiece(a.rawDisplayName, b.rawDisplayName, in: v)
+                                          && sameURI(a.uri, b.uri, in: v) && sameParameters(a.parameters, b.parameters, in: v)
+                                  })
+        XCTAssertGreaterThan(hits, 3_000)
+    }
+
+    func testOneWalkViasReadAsTheTwoSteps() {
+        let hits = compareOneWalk("via", count: 200_000, seed: 13, generate: { via(&$0) },
+                                  oneWalk: { text, _ in readPlainVia(text) }, plain: isPlainVia,
+                                  read: { text, _ in SIPVia.read(text) },
+                                  taken: { !Self.hasLargePort($0) },
+                                  same: { a, b, v in
+                                      samePiece(a.protocolName, b.protocolName, in: v) && samePiece(a.protocolVersion, b.protocolVersion, in: v)
+                                          && samePiece(a.transport, b.transport, in: v) && samePiece(a.host, b.host, in: v)
+                                          && a.port == b.port && sameParameters(a.parameters, b.parameters, in: v)
+                                  })
+        XCTAssertGreaterThan(hits, 3_000)
+    }
+
+    /// A plain Request-URI is one the parser may copy into a Contact unchecked.
+    func testOneWalkRequestURIsAreSafe() {
+        var r = SeededRandom(seed: 14)
+        var arena = Arena(capacity: 65536)
+        defer { arena.deallocate() }
+        var hits = 0
+        for i in 0..<100_000 {
+            var bytes = Array(uri(&r, sipOnly: true).utf8)
+            if i % 2 == 1 { bytes = mutate(bytes, &r) }
+            arena.reset()
+            bytes.withUnsafeBytes { raw in
+                let text = SIPText(baseAddress: raw.baseAddress, count: raw.count)
+                if readPlainSIPURI(text, arena: &arena) != nil {
+                    hits += 1
+                    if !isSafeURI(text) { XCTFail(text.string) }
+                }
+            }
+        }
+        XCTAssertGreaterThan(hits, 5_000)
+    }
+
+    /// The shapes the one walk leaves to the two steps on purpose.
+    static func containsTel(_ t: SIPText) -> Bool { t.string.lowercased().contains("tel:") }
+    /// A ':' and five digits above 65535 (a plain port the readers refuse).
+    static func hasLargePort(_ t: SIPText) -> Bool {
+        let b = Array(t)
+        for i in b.indices where b[i] == ASCII.colon {
+            var value = 0, j = i + 1
+            while j < b.count, isDigit(b[j]) { value = value * 10 + Int(b[j] - 0x30); j += 1 }
+            if j - i - 1 == 5, value > 65535 { return true }
+        }
+        return false
     }
 
     func testByteClassTableMatchesTheDefinitions() {
