@@ -231,21 +231,23 @@ func isPlainCSeq(_ value: SIPText) -> Bool {
 //
 // The parser used to check a value's plain shape (above) and then read it again
 // (WireParsing.swift): two or three walks of each From, To, Request-URI and top Via. The
-// functions below do both in one walk. Each answers exactly what the two steps together give
-// for a plain value (`SIPURI.read`, `SIPNameAddress.read`, `SIPVia.read`, the same pieces of the
-// same bytes), and `nil` for anything else: a value that is not plain, one the reader would
-// refuse (a port above 65535), and shapes left to the two steps (tel: URIs, a value starting
-// with white space). On `nil` the caller takes the two steps as before, so no verdict changes.
-// `PlainSyntaxTests` compares the one walk with the two steps on the generated values.
+// functions below do both in one walk, writing the parts straight into the parser's store (a
+// returned optional of these structs costs several copies of them). Each returns true and
+// writes exactly what the two steps together give for a plain value (`SIPURI.read`,
+// `SIPNameAddress.read`, `SIPVia.read`: the same pieces of the same bytes), every field, so
+// nothing of an earlier value is left; it returns false for anything else: a value that is not
+// plain, one the reader would refuse (a port above 65535), and shapes left to the two steps
+// (tel: URIs, a value starting with white space). The target is then not meaningful, and the
+// caller takes the two steps as before, so no verdict changes. `PlainSyntaxTests` compares the
+// one walk with the two steps on generated values, writing over a different earlier value.
 
 /// `isPlainURI(uri, allowSemicolonInUser:)` and `SIPURI.read(uri)` in one walk, for sip: and
 /// sips: URIs.
-func readPlainSIPURI(_ uri: SIPText, allowSemicolonInUser: Bool = true, arena: inout Arena) -> SIPURI? {
-    guard uri.count >= 5 else { return nil }
+func readPlainSIPURI(_ uri: SIPText, allowSemicolonInUser: Bool = true, into result: inout SIPURI, arena: inout Arena) -> Bool {
+    guard uri.count >= 5 else { return false }
     var s = Scanner(uri)
     guard s.byte(0) | 0x20 == UInt8(ascii: "s"), s.byte(1) | 0x20 == UInt8(ascii: "i"),
-          s.byte(2) | 0x20 == UInt8(ascii: "p") else { return nil }
-    var result = SIPURI()
+          s.byte(2) | 0x20 == UInt8(ascii: "p") else { return false }
     let b3 = s.byte(3)
     if b3 == ASCII.colon {
         s.i = 4
@@ -254,7 +256,7 @@ func readPlainSIPURI(_ uri: SIPText, allowSemicolonInUser: Bool = true, arena: i
         s.i = 5
         result.scheme = .sips
     } else {
-        return nil
+        return false
     }
     result.text = uri
     result.schemeText = SIPText(baseAddress: s.p, count: s.i - 1)
@@ -262,38 +264,42 @@ func readPlainSIPURI(_ uri: SIPText, allowSemicolonInUser: Bool = true, arena: i
     let userStart = s.i
     let userLength = s.skip(allowSemicolonInUser ? .user : .userNoSemicolon)
     if s.take(ASCII.at) {
-        guard userLength > 0 else { return nil }
+        guard userLength > 0 else { return false }
         let rawUser = SIPText(baseAddress: s.p + userStart, count: userLength)
         result.rawUser = rawUser
         result.user = arena.percentDecoded(rawUser)
     } else {
         s.i = userStart
+        result.rawUser = nil
+        result.user = nil
     }
     let hostStart = s.i
     if s.take(ASCII.leftBracket) {
-        guard s.skip(.ipv6) > 0, s.take(ASCII.rightBracket) else { return nil }
+        guard s.skip(.ipv6) > 0, s.take(ASCII.rightBracket) else { return false }
     } else {
-        guard s.skip(.host) > 0 else { return nil }
+        guard s.skip(.host) > 0 else { return false }
     }
     result.host = SIPText(baseAddress: s.p + hostStart, count: s.i - hostStart)
     if s.take(ASCII.colon) {
-        guard let port = s.port() else { return nil }
+        guard let port = s.port() else { return false }
         result.port = port
+    } else {
+        result.port = nil
     }
     let parametersStart = s.i
     if allowSemicolonInUser {
-        guard s.parameters(.uriParameter) else { return nil }
+        guard s.parameters(.uriParameter) else { return false }
     }
-    guard s.atEnd else { return nil }
+    guard s.atEnd else { return false }
     result.parameters = SIPParameters(SIPText(baseAddress: s.p + parametersStart, count: s.count - parametersStart))
-    return result
+    result.headers = .empty
+    return true
 }
 
 /// `isPlainNameAddress(value)` and `SIPNameAddress.read(value)` in one walk.
-func readPlainNameAddress(_ value: SIPText, arena: inout Arena) -> SIPNameAddress? {
-    guard value.count >= 6 else { return nil }
+func readPlainNameAddress(_ value: SIPText, into result: inout SIPNameAddress, arena: inout Arena) -> Bool {
+    guard value.count >= 6 else { return false }
     var s = Scanner(value)
-    var result = SIPNameAddress()
     let first = s.byte(0)
     if first == ASCII.quote {
         s.i = 1
@@ -303,16 +309,18 @@ func readPlainNameAddress(_ value: SIPText, arena: inout Arena) -> SIPNameAddres
             s.i += 1
         }
         let close = s.i
-        guard s.take(ASCII.quote) else { return nil }
+        guard s.take(ASCII.quote) else { return false }
         // No quoted-pair inside: the name is the bytes between the quotes.
         result.rawDisplayName = SIPText(baseAddress: s.p, count: close + 1)
         result.displayName = SIPText(baseAddress: s.p + 1, count: close - 1)
         while s.take(ASCII.space) {}
-        guard s.take(ASCII.lessThan) else { return nil }
+        guard s.take(ASCII.lessThan) else { return false }
     } else if first == ASCII.lessThan {
         s.i = 1
+        result.rawDisplayName = nil
+        result.displayName = nil
     } else {
-        guard ByteClass.token.contains(first) else { return nil }
+        guard ByteClass.token.contains(first) else { return false }
         while !s.atEnd, ByteClass.token.contains(s.current) || s.current == ASCII.space { s.i += 1 }
         if s.take(ASCII.lessThan) {
             // A token display name: without its trailing spaces, nothing to unfold.
@@ -326,60 +334,61 @@ func readPlainNameAddress(_ value: SIPText, arena: inout Arena) -> SIPNameAddres
             var end = 0
             while end < s.count, s.byte(end) != ASCII.semicolon { end += 1 }
             guard end >= 6,
-                  let uri = readPlainSIPURI(SIPText(baseAddress: s.p, count: end), allowSemicolonInUser: false, arena: &arena)
-            else { return nil }
+                  readPlainSIPURI(SIPText(baseAddress: s.p, count: end), allowSemicolonInUser: false, into: &result.uri, arena: &arena)
+            else { return false }
             s.i = end
-            guard s.parameters(.token), s.atEnd else { return nil }
-            result.uri = uri
+            guard s.parameters(.token), s.atEnd else { return false }
+            result.rawDisplayName = nil
+            result.displayName = nil
             result.parameters = SIPParameters(SIPText(baseAddress: s.p + end, count: s.count - end))
-            return result
+            return true
         }
     }
     // name-addr: the URI ends at the first '>'.
     let uriStart = s.i
     while !s.atEnd, s.current != ASCII.greaterThan { s.i += 1 }
     guard !s.atEnd, s.i - uriStart >= 6,
-          let uri = readPlainSIPURI(SIPText(baseAddress: s.p + uriStart, count: s.i - uriStart), arena: &arena)
-    else { return nil }
+          readPlainSIPURI(SIPText(baseAddress: s.p + uriStart, count: s.i - uriStart), into: &result.uri, arena: &arena)
+    else { return false }
     s.i += 1
     let parametersStart = s.i
-    guard s.parameters(.token), s.atEnd else { return nil }
-    result.uri = uri
+    guard s.parameters(.token), s.atEnd else { return false }
     result.parameters = SIPParameters(SIPText(baseAddress: s.p + parametersStart, count: s.count - parametersStart))
-    return result
+    return true
 }
 
 /// `isPlainVia(value)` and `SIPVia.read(value)` in one walk.
-func readPlainVia(_ value: SIPText) -> SIPVia? {
+func readPlainVia(_ value: SIPText, into via: inout SIPVia) -> Bool {
     var s = Scanner(value)
-    var via = SIPVia()
     @inline(__always) func piece(_ from: Int, _ to: Int) -> SIPText { SIPText(baseAddress: s.p + from, count: to - from) }
-    guard s.skip(.token) > 0 else { return nil }
+    guard s.skip(.token) > 0 else { return false }
     via.protocolName = piece(0, s.i)
-    guard s.take(ASCII.slash) else { return nil }
+    guard s.take(ASCII.slash) else { return false }
     var start = s.i
-    guard s.skip(.token) > 0 else { return nil }
+    guard s.skip(.token) > 0 else { return false }
     via.protocolVersion = piece(start, s.i)
-    guard s.take(ASCII.slash) else { return nil }
+    guard s.take(ASCII.slash) else { return false }
     start = s.i
-    guard s.skip(.token) > 0 else { return nil }
+    guard s.skip(.token) > 0 else { return false }
     via.transport = piece(start, s.i)
-    guard s.take(ASCII.space) else { return nil }
+    guard s.take(ASCII.space) else { return false }
     start = s.i
     if s.take(ASCII.leftBracket) {
         // The sent-by host of an IPv6 reference without its brackets, as SIPVia.read has it.
-        guard s.skip(.ipv6) > 0, s.take(ASCII.rightBracket) else { return nil }
+        guard s.skip(.ipv6) > 0, s.take(ASCII.rightBracket) else { return false }
         via.host = piece(start + 1, s.i - 1)
     } else {
-        guard s.skip(.host) > 0 else { return nil }
+        guard s.skip(.host) > 0 else { return false }
         via.host = piece(start, s.i)
     }
     if s.take(ASCII.colon) {
-        guard let port = s.port() else { return nil }
+        guard let port = s.port() else { return false }
         via.port = port
+    } else {
+        via.port = nil
     }
     start = s.i
-    guard s.parameters(.token), s.atEnd else { return nil }
+    guard s.parameters(.token), s.atEnd else { return false }
     via.parameters = SIPParameters(piece(start, s.count))
-    return via
+    return true
 }

@@ -123,9 +123,7 @@ public final class SIPParser {
 
         // A plain sip:/sips: Request-URI is read and judged in one walk (PlainSyntax.swift; its
         // bytes are all safe ones); any other takes the steps below.
-        if let uri = readPlainSIPURI(s.requestURIText, arena: &s.arena) {
-            s.requestURI = uri
-        } else {
+        if !readPlainSIPURI(s.requestURIText, into: &s.requestURI, arena: &s.arena) {
             guard let uri = SIPURI.read(s.requestURIText, arena: &s.arena) else { return malformed(.badRequestURI) }
             // A 302 copies the Request-URI into Contact. One holding bytes a URI may
             // not carry unescaped (<, >, ", non-ASCII) would get no answer at all
@@ -148,28 +146,34 @@ public final class SIPParser {
         // The plain shapes (PlainSyntax.swift) are ones osip is known to accept; only other
         // values are handed to osip. A plain top Via, From and To are also read in that one walk
         // (`readPlain...`); the others are read after every check, as before.
-        let plainTopVia = readPlainVia(s.viaValues[0])
-        for v in s.viaValues.dropFirst(plainTopVia == nil ? 0 : 1) {
+        let plainTopVia = readPlainVia(s.viaValues[0], into: &s.topVia)
+        for v in s.viaValues.dropFirst(plainTopVia ? 1 : 0) {
             guard isPlainVia(v) || osipAccepts(v, OsipBridge.acceptsVia) else { return malformed(.invalidHeader(.via)) }
         }
         let fromValue = s.from.value!, toValue = s.to.value!, callIDValue = s.callID.value!, cseqValue = s.cseq.value!
-        let plainFrom = readPlainNameAddress(fromValue, arena: &s.arena)
-        if plainFrom == nil {
+        let plainFrom = readPlainNameAddress(fromValue, into: &s.fromAddress, arena: &s.arena)
+        if !plainFrom {
             guard isPlainNameAddress(fromValue) || osipAccepts(fromValue, OsipBridge.acceptsNameAddress) else { return malformed(.invalidHeader(.from)) }
         }
-        let plainTo = readPlainNameAddress(toValue, arena: &s.arena)
-        if plainTo == nil {
+        let plainTo = readPlainNameAddress(toValue, into: &s.toAddress, arena: &s.arena)
+        if !plainTo {
             guard isPlainNameAddress(toValue) || osipAccepts(toValue, OsipBridge.acceptsNameAddress) else { return malformed(.invalidHeader(.to)) }
         }
         guard isPlainCallID(callIDValue) || osipAccepts(callIDValue, OsipBridge.acceptsCallID) else { return malformed(.invalidHeader(.callID)) }
         guard isPlainCSeq(cseqValue) || osipAccepts(cseqValue, OsipBridge.acceptsCSeq) else { return malformed(.invalidHeader(.cseq)) }
 
-        guard let fromAddress = plainFrom ?? SIPNameAddress.read(fromValue, arena: &s.arena) else { return malformed(.invalidHeader(.from)) }
-        guard let toAddress = plainTo ?? SIPNameAddress.read(toValue, arena: &s.arena) else { return malformed(.invalidHeader(.to)) }
-        guard let topVia = plainTopVia ?? SIPVia.read(s.viaValues[0]) else { return malformed(.invalidHeader(.via)) }
-        s.fromAddress = fromAddress
-        s.toAddress = toAddress
-        s.topVia = topVia
+        if !plainFrom {
+            guard let fromAddress = SIPNameAddress.read(fromValue, arena: &s.arena) else { return malformed(.invalidHeader(.from)) }
+            s.fromAddress = fromAddress
+        }
+        if !plainTo {
+            guard let toAddress = SIPNameAddress.read(toValue, arena: &s.arena) else { return malformed(.invalidHeader(.to)) }
+            s.toAddress = toAddress
+        }
+        if !plainTopVia {
+            guard let topVia = SIPVia.read(s.viaValues[0]) else { return malformed(.invalidHeader(.via)) }
+            s.topVia = topVia
+        }
 
         s.invalidAssertedIdentityCount = readIdentities(s.assertedIdentityValues, into: &s.assertedIdentities)
         if !s.remotePartyIDValues.isEmpty { _ = readIdentities(s.remotePartyIDValues, into: &s.remotePartyIDs) }
@@ -334,11 +338,13 @@ public final class SIPParser {
                 // An identity osip cannot parse is ignored, not fatal: PAI is advisory and a
                 // broken one must not cost the caller their call.
                 // One walk for a plain value (PlainSyntax.swift), the check and the reading otherwise.
-                if list.count < MessageStore.maxAssertedIdentities,
-                   let address = readPlainNameAddress(item, arena: &s.arena)
-                    ?? ((isPlainNameAddress(item) || osipAccepts(item, OsipBridge.acceptsNameAddress))
-                        ? SIPNameAddress.read(item, arena: &s.arena) : nil) {
+                guard list.count < MessageStore.maxAssertedIdentities else { invalid += 1; continue }
+                var address = SIPNameAddress()
+                if readPlainNameAddress(item, into: &address, arena: &s.arena) {
                     list.append(address)
+                } else if isPlainNameAddress(item) || osipAccepts(item, OsipBridge.acceptsNameAddress),
+                          let read = SIPNameAddress.read(item, arena: &s.arena) {
+                    list.append(read)
                 } else {
                     invalid += 1
                 }
