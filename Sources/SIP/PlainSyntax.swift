@@ -206,17 +206,29 @@ func isPlainVia(_ value: SIPText) -> Bool {
 }
 
 /// A plain Call-ID: visible ASCII, at most one '@', neither first nor last.
+///
+/// Eight bytes at a time: with `ones` = 0x01 in every byte, `(x - 0x21·ones) & ~x` has a high
+/// bit set exactly when some byte is below 0x21, and `(x + ones) | x` when some byte is 0x7F or
+/// above (no borrow or carry crosses bytes unless such a byte is there). `PlainSyntaxTests`
+/// compares it with the byte-by-byte definition.
 func isPlainCallID(_ value: SIPText) -> Bool {
-    let s = Scanner(value)
-    guard s.count > 0 else { return false }
-    var ats = 0
-    for i in 0..<s.count {
-        let b = s.byte(i)
-        guard b > 0x20, b < 0x7F else { return false }
-        if b == ASCII.at { ats += 1 }
+    guard let p = value.baseAddress else { return false }
+    let n = value.count
+    let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+    var i = 0
+    while i + 8 <= n {
+        let x = p.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+        if (((x &- ones &* 0x21) & ~x) | (x &+ ones) | x) & highs != 0 { return false }
+        i += 8
     }
-    if ats == 0 { return true }
-    return ats == 1 && s.byte(0) != ASCII.at && s.byte(s.count - 1) != ASCII.at
+    while i < n {
+        let b = p.load(fromByteOffset: i, as: UInt8.self)
+        guard b > 0x20, b < 0x7F else { return false }
+        i += 1
+    }
+    let at = firstOf(ASCII.at, ASCII.at, in: p, from: 0, to: n)
+    if at == n { return true }
+    return at != 0 && at != n - 1 && firstOf(ASCII.at, ASCII.at, in: p, from: at + 1, to: n) == n
 }
 
 /// A plain CSeq: `1*DIGIT SP token`.
@@ -262,12 +274,21 @@ func readPlainSIPURI(_ uri: SIPText, allowSemicolonInUser: Bool = true, into res
     result.schemeText = SIPText(baseAddress: s.p, count: s.i - 1)
     // No '@' in the user, host or parameter classes: the one '@' is the last one too.
     let userStart = s.i
-    let userLength = s.skip(allowSemicolonInUser ? .user : .userNoSemicolon)
+    let userClass: ByteClass = allowSemicolonInUser ? .user : .userNoSemicolon
+    var escaped = false
+    while !s.atEnd {
+        let b = s.current
+        guard userClass.contains(b) else { break }
+        if b == ASCII.percent { escaped = true }
+        s.i += 1
+    }
+    let userLength = s.i - userStart
     if s.take(ASCII.at) {
         guard userLength > 0 else { return false }
         let rawUser = SIPText(baseAddress: s.p + userStart, count: userLength)
         result.rawUser = rawUser
-        result.user = arena.percentDecoded(rawUser)
+        // Without a '%' the decoded user is the raw one (as percentDecoded returns it).
+        result.user = escaped ? arena.percentDecoded(rawUser) : rawUser
     } else {
         s.i = userStart
         result.rawUser = nil

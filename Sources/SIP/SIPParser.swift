@@ -220,7 +220,13 @@ public final class SIPParser {
             value = value.trimmingLWS()
             switch kind {
             case .via:
-                forEachItem(value, separators: ASCII.comma, ASCII.comma) { s.viaValues.append($0) }
+                // Most Via header lines hold one via-parm: without a ',' the trimmed value is the
+                // one item forEachItem would find.
+                if let p = value.baseAddress, firstOf(ASCII.comma, ASCII.comma, in: p, from: 0, to: value.count) == value.count {
+                    s.viaValues.append(value)
+                } else {
+                    forEachItem(value, separators: ASCII.comma, ASCII.comma) { s.viaValues.append($0) }
+                }
             case .from: s.from.record(value)
             case .to: s.to.record(value)
             case .callID: s.callID.record(value)
