@@ -142,6 +142,29 @@ func firstOf(_ a: UInt8, _ b: UInt8, in p: UnsafeRawPointer, from: Int, to: Int)
     return to
 }
 
+/// Whether `text` holds a control character (`isControl`: below 0x20, or DEL), eight bytes at a
+/// time: with `ones` = 0x01 in every byte, `(x - 0x20·ones) & ~x` has a high bit set exactly
+/// when some byte is below 0x20, and `(y - ones) & ~y` for `y = x ^ 0x7F·ones` when some byte is
+/// DEL (no borrow crosses bytes unless such a byte is there). `ParsingTests` compares it with
+/// `contains(where: isControl)`.
+func containsControl(_ text: SIPText) -> Bool {
+    guard let p = text.baseAddress else { return false }
+    let n = text.count
+    let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+    var i = 0
+    while i + 8 <= n {
+        let x = p.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+        let y = x ^ (ones &* 0x7F)
+        if (((x &- ones &* 0x20) & ~x) | ((y &- ones) & ~y)) & highs != 0 { return true }
+        i += 8
+    }
+    while i < n {
+        if isControl(p.load(fromByteOffset: i, as: UInt8.self)) { return true }
+        i += 1
+    }
+    return false
+}
+
 /// Scans `;`- or `,`-separated items while honouring quoted strings (and, optionally, `<...>`),
 /// because a separator inside `"Doe, John"` or `<sip:a;b@c>` does not end the item.
 func nextSeparator(in text: SIPText, from start: Int, separator: UInt8, respectAngles: Bool) -> Int {

@@ -66,7 +66,7 @@ public final class SIPParser {
            line.firstIndex(of: ASCII.space, from: sp2 + 1) == nil {
             s.requestURIText = line.slice(sp1 + 1, sp2)
             s.versionText = line.slice(sp2 + 1, line.count)
-            if !isSIPVersion(s.versionText) || s.requestURIText.contains(where: isControl) {
+            if !isSIPVersion(s.versionText) || containsControl(s.requestURIText) {
                 startLineError = .badRequestLine
             }
         } else {
