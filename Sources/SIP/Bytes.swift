@@ -142,6 +142,19 @@ func firstOf(_ a: UInt8, _ b: UInt8, in p: UnsafeRawPointer, from: Int, to: Int)
     return to
 }
 
+/// Walks `p[0..<n]` eight bytes at a time while `test` leaves every byte's high bit clear:
+/// `nil` at the first word where it sets one, otherwise the offset of the last `n % 8` bytes,
+/// which the caller checks one by one.
+@inline(__always)
+func wordsWithout(_ p: UnsafeRawPointer, _ n: Int, _ test: (UInt64) -> UInt64) -> Int? {
+    var i = 0
+    while i + 8 <= n {
+        if test(p.loadUnaligned(fromByteOffset: i, as: UInt64.self)) & 0x8080_8080_8080_8080 != 0 { return nil }
+        i += 8
+    }
+    return i
+}
+
 /// Whether `text` holds a control character (`isControl`: below 0x20, or DEL), eight bytes at a
 /// time: with `ones` = 0x01 in every byte, `(x - 0x20·ones) & ~x` has a high bit set exactly
 /// when some byte is below 0x20, and `(y - ones) & ~y` for `y = x ^ 0x7F·ones` when some byte is
@@ -150,14 +163,11 @@ func firstOf(_ a: UInt8, _ b: UInt8, in p: UnsafeRawPointer, from: Int, to: Int)
 func containsControl(_ text: SIPText) -> Bool {
     guard let p = text.baseAddress else { return false }
     let n = text.count
-    let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
-    var i = 0
-    while i + 8 <= n {
-        let x = p.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    guard var i = wordsWithout(p, n, { x in
         let y = x ^ (ones &* 0x7F)
-        if (((x &- ones &* 0x20) & ~x) | ((y &- ones) & ~y)) & highs != 0 { return true }
-        i += 8
-    }
+        return ((x &- ones &* 0x20) & ~x) | ((y &- ones) & ~y)
+    }) else { return true }
     while i < n {
         if isControl(p.load(fromByteOffset: i, as: UInt8.self)) { return true }
         i += 1

@@ -79,6 +79,16 @@ private struct Scanner {
         return true
     }
 
+    /// Inside a quoted display name: up to its closing quote (not taken), stopping at a
+    /// backslash or a control character (not plain).
+    @inline(__always) mutating func skipPlainQuoted() {
+        while i < count {
+            let b = byte(i)
+            if b == ASCII.quote || b == ASCII.backslash || b < 0x20 || b == ASCII.del { break }
+            i += 1
+        }
+    }
+
     /// `host [':' 1*5DIGIT]` where host is a name/IPv4 or a bracketed IPv6 reference.
     @inline(__always) mutating func hostPort() -> Bool {
         if take(ASCII.leftBracket) {
@@ -163,11 +173,7 @@ func isPlainNameAddress(_ value: SIPText) -> Bool {
     if first == ASCII.quote {
         // A display name without backslashes: it ends at the next quote.
         s.i = 1
-        while !s.atEnd {
-            let b = s.current
-            if b == ASCII.quote || b == ASCII.backslash || b < 0x20 || b == ASCII.del { break }
-            s.i += 1
-        }
+        s.skipPlainQuoted()
         guard s.take(ASCII.quote) else { return false }
         while s.take(ASCII.space) {}
         guard s.take(ASCII.lessThan) else { return false }
@@ -214,13 +220,8 @@ func isPlainVia(_ value: SIPText) -> Bool {
 func isPlainCallID(_ value: SIPText) -> Bool {
     guard let p = value.baseAddress else { return false }
     let n = value.count
-    let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
-    var i = 0
-    while i + 8 <= n {
-        let x = p.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-        if (((x &- ones &* 0x21) & ~x) | (x &+ ones) | x) & highs != 0 { return false }
-        i += 8
-    }
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    guard var i = wordsWithout(p, n, { x in ((x &- ones &* 0x21) & ~x) | (x &+ ones) | x }) else { return false }
     while i < n {
         let b = p.load(fromByteOffset: i, as: UInt8.self)
         guard b > 0x20, b < 0x7F else { return false }
@@ -324,11 +325,7 @@ func readPlainNameAddress(_ value: SIPText, into result: inout SIPNameAddress, a
     let first = s.byte(0)
     if first == ASCII.quote {
         s.i = 1
-        while !s.atEnd {
-            let b = s.current
-            if b == ASCII.quote || b == ASCII.backslash || b < 0x20 || b == ASCII.del { break }
-            s.i += 1
-        }
+        s.skipPlainQuoted()
         let close = s.i
         guard s.take(ASCII.quote) else { return false }
         // No quoted-pair inside: the name is the bytes between the quotes.
