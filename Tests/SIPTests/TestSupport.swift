@@ -78,3 +78,24 @@ P-Asserted-Identity: "Carrier" <sip:%2B4989123456@carrier.example;user=phone;ver
 Privacy: id;header
 Require: 100rel
 """, body: sdpBody, lengthHeader: "l")
+
+/// Compares a word-at-a-time byte test with its byte-by-byte definition on 200,000 values of
+/// every length up to 40: lowercase letters with up to two of `boundary` anywhere. Returns how
+/// many were true; the first disagreement fails the test.
+func compareWithDefinition(seed: UInt64, boundary: [UInt8], _ fast: (SIPText) -> Bool, _ definition: ([UInt8]) -> Bool,
+                           file: StaticString = #filePath, line: UInt = #line) -> Int {
+    var r = SeededRandom(seed: seed)
+    var trueCount = 0
+    for i in 0..<200_000 {
+        let count = i % 41
+        var b = (0..<count).map { _ in UInt8(ascii: "a") &+ UInt8(r.below(26)) }
+        for _ in 0..<r.below(3) where count > 0 { b[r.below(count)] = boundary[r.below(boundary.count)] }
+        let got = b.withUnsafeBytes { fast(SIPText(baseAddress: $0.baseAddress, count: $0.count)) }
+        if got { trueCount += 1 }
+        if got != definition(b) {
+            XCTFail("\(b)", file: file, line: line)
+            break
+        }
+    }
+    return trueCount
+}
