@@ -42,6 +42,8 @@ public enum Counter: Int, CaseIterable, Sendable {
     // The UDP receive path's system calls, for the kernel's share of a request (issue 20 item 4):
     // recvmmsg calls (an empty one included), the datagrams they returned, sendmmsg calls.
     case udpReceiveCalls, udpDatagramsReceived, udpSendCalls
+    // A worker's epoll_wait returns that reported a ready descriptor: its wake-ups (issue 20 item 1).
+    case workerWakeups
 
     public static let methodOffset = 7
 
@@ -140,6 +142,7 @@ public enum Counter: Int, CaseIterable, Sendable {
         case .udpReceiveCalls: return ("lookupd_udp_receive_calls_total", "")
         case .udpDatagramsReceived: return ("lookupd_udp_datagrams_received_total", "")
         case .udpSendCalls: return ("lookupd_udp_send_calls_total", "")
+        case .workerWakeups: return ("lookupd_worker_wakeups_total", "")
         }
     }
 

@@ -47,6 +47,7 @@ struct StatsReport {
             "lookupd_udp_receive_calls_total": "recvmmsg calls on the SIP UDP sockets, those that found nothing included.",
             "lookupd_udp_datagrams_received_total": "Datagrams those recvmmsg calls returned (divided by the calls: the batch size).",
             "lookupd_udp_send_calls_total": "sendmmsg calls sending answers on the SIP UDP sockets.",
+            "lookupd_worker_wakeups_total": "Workers' epoll_wait returns that reported a ready descriptor (wake-ups).",
         ]
         // A family's series together under one HELP and TYPE, as the format requires,
         // even where its cases are not next to each other in Counter.

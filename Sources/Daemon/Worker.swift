@@ -175,6 +175,7 @@ final class Worker: @unchecked Sendable {
                 log = LogBuffer(level: set.config.logLevel, sink: logSink)
             }
             if n > 0 {
+                counters.add(.workerWakeups)
                 for i in 0..<Int(n) {
                     let fd = events[i].descriptor
                     let flags = events[i].events
