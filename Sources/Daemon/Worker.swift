@@ -280,7 +280,17 @@ final class Worker: @unchecked Sendable {
             }
             latency.observe(.udp, nanoseconds: monotonicNanoseconds() &- receivedAt, count: replies + proxied)
             log.flush()
-            if received < Worker.batch { return }
+            // No return to epoll_wait on a short batch: receive again until the socket is empty
+            // (or the 16 rounds are up). With two workers sharing the load each one is often a
+            // little ahead of it, and going back to epoll_wait after every batch of a few
+            // datagrams cost up to a wake-up per 2.6 INVITEs (issue 20 item 1); by the time the
+            // answers are out the peers have often sent again, so the next receive finds those
+            // datagrams without a wake-up. The cost is one empty recvmmsg per wake-up. Measured
+            // (docs/BENCHMARKS.md, "Two workers: receive batches and wakeups"; one flow spread
+            // over 2 workers, 4 commands each, alternated): wake-ups per INVITE 0.091-0.385 ->
+            // 0.026-0.228, CPU per request 7.93-11.26 -> 7.59-9.06 µs (0.58-0.86 -> 0.58-0.70 x
+            // Kamailio's; equal on a quiet machine, lower when it was loaded), p99 not worse;
+            // 1 worker 0.64-0.65 -> 0.66-0.70 x, within the noise but higher in every pair.
         }
     }
 
