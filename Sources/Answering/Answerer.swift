@@ -213,6 +213,16 @@ public struct Answerer {
     /// (once every directory has had its chance) write the answer without it.
     enum VanishedLabel { case decideAgain, empty }
 
+    /// `body` with the label's bytes; nil (body not called) when the label vanished and
+    /// `vanished` says to decide again.
+    private static func withLabel<R>(_ label: LabelReference, of set: ServingSet, _ vanished: VanishedLabel,
+                                     _ body: (UnsafeRawBufferPointer) -> R) -> R? {
+        switch vanished {
+        case .decideAgain: return set.screening.withIntactLabel(label, body)
+        case .empty: return set.screening.withLabel(label, body)
+        }
+    }
+
     /// The answer to a screened initial INVITE, nil when its label vanished and
     /// `vanishedLabel` says to decide again (nothing was written, counted or logged).
     private mutating func answerScreened(_ request: SIPRequest, decision: Decision, identity: SIPIdentityURI,
@@ -245,17 +255,11 @@ public struct Answerer {
                local.isRejection ? policy.labelToCaller : local.isBlockRedirect ? policy.labelsBlockRedirects : policy.labelsRedirects {
                 // The closure takes the counters, not the answerer: capturing `self` would copy it.
                 let counters = self.counters
-                let write = { (labelBytes: UnsafeRawBufferPointer) -> Action in
+                guard let written = Answerer.withLabel(label, of: set, vanishedLabel, { labelBytes in
                     response.label = .buffer(labelBytes)
                     return Answerer.reply(request, &response, bound: bound, counters: counters, into: out)
-                }
-                switch vanishedLabel {
-                case .decideAgain:
-                    guard let written = set.screening.withIntactLabel(label, write) else { return nil }
-                    action = written
-                case .empty:
-                    action = set.screening.withLabel(label, write)
-                }
+                }) else { return nil }
+                action = written
             } else {
                 action = reply(request, &response, into: out)
             }
@@ -342,17 +346,11 @@ public struct Answerer {
         let written: Int
         if let label = decision?.label {
             let counters = self.counters
-            let write = { (bytes: UnsafeRawBufferPointer) -> Int in
+            guard let n = Answerer.withLabel(label, of: set, vanishedLabel, { bytes in
                 forwarding.label = .buffer(bytes)
                 return Answerer.write(request, forwarding, counters: counters, into: out)
-            }
-            switch vanishedLabel {
-            case .decideAgain:
-                guard let n = set.screening.withIntactLabel(label, write) else { return nil }
-                written = n
-            case .empty:
-                written = set.screening.withLabel(label, write)
-            }
+            }) else { return nil }
+            written = n
         } else {
             written = Answerer.write(request, forwarding, counters: counters, into: out)
         }
