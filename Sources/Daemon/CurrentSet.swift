@@ -4,7 +4,7 @@ import SystemCalls
 
 /// The serving set in force, swapped whole on reload.
 ///
-/// Workers read `generation` (one relaxed atomic load) per batch and take
+/// Workers read `generation` (one acquiring atomic load) after each receive and take
 /// the lock only when it changed, so a reload costs the hot path nothing
 /// until it happens; a worker keeps its reference to the old set until it
 /// has finished the batch in hand.

@@ -170,10 +170,7 @@ final class Worker: @unchecked Sendable {
         var lastSweep = monotonicNow()
         while !stopFlag.isSet {
             let n = Poll.wait(epfd, &events, timeout: 1000)
-            if current.generation != set.generation {
-                set = current.get()
-                log = LogBuffer(level: set.config.logLevel, sink: logSink)
-            }
+            takeCurrentSet()
             if n > 0 {
                 counters.add(.workerWakeups)
                 for i in 0..<Int(n) {
@@ -202,6 +199,15 @@ final class Worker: @unchecked Sendable {
         log.flush()
     }
 
+    /// Takes a reloaded set, between batches only: the log buffer of the old set has been
+    /// flushed by then, and no answer is half made with the old set.
+    private func takeCurrentSet() {
+        guard current.generation != set.generation else { return }
+        log.flush()
+        set = current.get()
+        log = LogBuffer(level: set.config.logLevel, sink: logSink)
+    }
+
     // MARK: - UDP
 
     /// Before a batch is answered one datagram at a time (`CallerWarmup`): a batch of one
@@ -228,6 +234,9 @@ final class Worker: @unchecked Sendable {
             counters.add(.udpReceiveCalls)
             if received <= 0 { return }
             counters.add(.udpDatagramsReceived, UInt64(received))
+            // Looked at after the receive, not at the wake-up: a datagram sent after `lookupd
+            // reload` returned is answered with the new set, even in the 16th round of a drain.
+            takeCurrentSet()
             let receivedAt = monotonicNanoseconds()
             let now = WallTime.now()
             var replies = 0
