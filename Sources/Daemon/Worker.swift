@@ -357,6 +357,9 @@ final class Worker: @unchecked Sendable {
             let got = connection.receive()
             if got < 0 { open = false; break }
             if got == 0 { break }
+            // As for UDP: a reload may have landed since the wake-up, and these bytes may have
+            // been sent after `lookupd reload` returned (a trunk pipelines many calls).
+            takeCurrentSet()
             // Answer every complete message in the buffer, queueing what goes back.
             let (consumed, close) = connection.withReceived { received in
                 reader.read(received) { event in

@@ -11,9 +11,20 @@ final class CallTraffic {
     private let senders: Int
     private var stopped = false
 
-    init(callers: [String], port: UInt16, senders: Int = 4) {
+    /// `pipelined`: each sender holds one TCP connection with that many INVITEs in flight on
+    /// it, as a trunk carries many calls on one connection (0: UDP, one call at a time).
+    init(callers: [String], port: UInt16, senders: Int = 4, pipelined: Int = 0) {
         self.senders = senders
         let recorder = self.recorder
+        if pipelined > 0 {
+            for k in 0..<senders {
+                Thread { [finished] in
+                    defer { finished.signal() }
+                    Self.pipeline(callers: callers, port: port, first: k, inFlight: pipelined, into: recorder)
+                }.start()
+            }
+            return
+        }
         for k in 0..<senders {
             Thread { [finished] in
                 defer { finished.signal() }
@@ -28,6 +39,45 @@ final class CallTraffic {
                                        label: answer?.header("X-Caller-Label")))
                 }
             }.start()
+        }
+    }
+
+    /// One connection, written to at a steady pace whatever the answers do (up to `inFlight`
+    /// outstanding), read by a second thread that matches answers by Call-ID: requests keep
+    /// arriving on the connection while the daemon is answering the ones before them.
+    private static func pipeline(callers: [String], port: UInt16, first: Int, inFlight: Int, into recorder: Recorder) {
+        guard let peer = try? TCPPeer(to: port) else { return recorder.fail("cannot connect over TCP") }
+        let calls = OutstandingCalls(limit: inFlight)
+        // The writer gets the descriptor only: the reader owns the peer and its buffer.
+        let fd = peer.fd
+        Thread {
+            var i = first
+            while !recorder.isStopped {
+                let caller = callers[i % callers.count]
+                let callID = token("tcp-call-")
+                let room = calls.place(callID, caller: caller)
+                if room {
+                    i += 1
+                    sendAll(fd, invite(from: "<sip:\(caller)@pbx.example>", port: port, transport: "TCP", callID: callID))
+                }
+                usleep(room ? 500 : 100)
+            }
+            calls.finishWriting()
+        }.start()
+        while !calls.isDone {
+            let read = peer.receive(timeout: 2)
+            if read == .timeout, calls.isEmpty { continue }
+            guard case .message(let bytes) = read, let answer = SIPAnswer(bytes) else {
+                // Every call still outstanding is lost; the assertion counts them.
+                for call in calls.takeAll() {
+                    recorder.add(.init(caller: call.caller, sent: call.sent, received: monotonicSeconds(), status: nil, label: nil))
+                }
+                calls.waitForWriter()
+                return
+            }
+            guard answer.statusCode >= 200, let callID = answer.header("Call-ID"), let call = calls.answered(callID) else { continue }
+            recorder.add(.init(caller: call.caller, sent: call.sent, received: monotonicSeconds(), status: answer.statusLine,
+                               label: answer.header("X-Caller-Label")))
         }
     }
 
@@ -98,4 +148,32 @@ final class Recorder: @unchecked Sendable {
     var isStopped: Bool { lock.withLock { _stopped } }
     var entries: [Entry] { lock.withLock { _entries } }
     var failure: String? { lock.withLock { _failure } }
+}
+
+/// The INVITEs written on one pipelined connection and not yet answered, shared by its
+/// writer and its reader.
+final class OutstandingCalls: @unchecked Sendable {
+    typealias Call = (caller: String, sent: Double)
+    private let lock = NSLock()
+    private let limit: Int
+    private var calls: [String: Call] = [:]
+    private var writing = true
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Records a call about to be written; false when `limit` are outstanding already.
+    func place(_ callID: String, caller: String) -> Bool {
+        lock.withLock {
+            guard calls.count < limit else { return false }
+            calls[callID] = (caller, monotonicSeconds())
+            return true
+        }
+    }
+
+    func answered(_ callID: String) -> Call? { lock.withLock { calls.removeValue(forKey: callID) } }
+    func takeAll() -> [Call] { lock.withLock { defer { calls = [:] }; return Array(calls.values) } }
+    func finishWriting() { lock.withLock { writing = false } }
+    func waitForWriter() { while lock.withLock({ writing }) { usleep(1000) } }
+    var isEmpty: Bool { lock.withLock { calls.isEmpty } }
+    var isDone: Bool { lock.withLock { !writing && calls.isEmpty } }
 }

@@ -155,6 +155,29 @@ final class ReloadTests: DaemonTestCase {
         try assertFailedReloadsKeepServing(daemon, generation: 2)
     }
 
+    /// The same switch over TCP, with calls pipelined on each connection: a request that
+    /// arrives while the worker is still busy with the ones before it, after `lookupd
+    /// reload` returned, is answered from the new set.
+    func testReloadUnderPipelinedTCPTraffic() throws {
+        let daemon = try startDaemon(["log-level = notice"])
+        try compile(Self.directoryV2, to: "main-v2.lkd")
+        let traffic = CallTraffic(callers: Self.expectations.map(\.caller), port: daemon.port, senders: 4, pipelined: 256)
+        defer { traffic.stop() }
+        usleep(800_000)
+        XCTAssertEqual(rename(path("main-v2.lkd"), path("main.lkd")), 0)
+        let reloadStarted = monotonicSeconds()
+        let reload = try lookupd(["reload", "--config", daemon.configPath])
+        let reloadDone = monotonicSeconds()
+        usleep(800_000)
+        traffic.stop()
+
+        XCTAssertEqual(reload.status, 0, reload.summary)
+        traffic.assertSwitchedOnce(from: \.v1, to: \.v2, of: Self.expectations, started: reloadStarted, done: reloadDone,
+                                   by: "`lookupd reload` (TCP, pipelined)")
+        let stats = try stats(daemon)
+        XCTAssertGreaterThan(stats[#"lookupd_requests_total{method="INVITE",transport="tcp"}"#] ?? 0, 200, stats.text)
+    }
+
     /// Continues from generation `generation` serving version 2.
     private func assertFailedReloadsKeepServing(_ daemon: LookupdDaemon, generation: Int) throws {
         let configured = path("main.lkd")

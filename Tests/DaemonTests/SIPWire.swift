@@ -80,6 +80,18 @@ func connectLoopback(to port: UInt16, from ip: String) throws -> Int32 {
     return fd
 }
 
+/// Writes all of `bytes` to a connected stream socket; stops quietly when the daemon has
+/// closed the connection (the next read tells).
+func sendAll(_ fd: Int32, _ bytes: [UInt8]) {
+    var offset = 0
+    while offset < bytes.count {
+        let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { return }
+        offset += n
+    }
+}
+
 /// A TCP connection from a loopback address to the daemon.
 final class TCPPeer {
     let fd: Int32
@@ -94,15 +106,7 @@ final class TCPPeer {
 
     deinit { close(fd) }
 
-    func send(_ bytes: [UInt8]) {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return }  // the daemon closed the connection; the read will tell
-            offset += n
-        }
-    }
+    func send(_ bytes: [UInt8]) { sendAll(fd, bytes) }
 
     enum Read: Equatable {
         case message([UInt8])
