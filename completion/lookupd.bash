@@ -5,7 +5,7 @@
 _lookupd_options() {
     case "$1" in
         query)   echo "--config --directory --contacts --callee --verstat --at --json --attribution --country --country-code --national-prefix --international-prefix --national-number-length --help" ;;
-        compile) echo "--output --format --on-duplicate --directory-version --max-errors --memory --config --number-column --label-column --action-column --action --no-header --skip-invalid --vanity --discard-changes --country --country-code --national-prefix --international-prefix --national-number-length --json --quiet --help" ;;
+        compile) echo "--output --format --on-duplicate --directory-version --file-format --max-errors --memory --config --number-column --label-column --action-column --action --no-header --skip-invalid --vanity --discard-changes --country --country-code --national-prefix --international-prefix --national-number-length --json --quiet --help" ;;
         check)   echo "--json --help" ;;
         check-config) echo "--json --config --help" ;;
         inspect) echo "--json --config --help" ;;
@@ -54,6 +54,8 @@ _lookupd() {
             COMPREPLY=($(compgen -W "csv json text vcard" -- "$cur")); return ;;
         --on-duplicate)
             COMPREPLY=($(compgen -W "error first last" -- "$cur")); return ;;
+        --file-format)
+            COMPREPLY=($(compgen -W "4 2" -- "$cur")); return ;;
         --action)
             COMPREPLY=($(compgen -W "block identify allow" -- "$cur")); return ;;
         --verstat)

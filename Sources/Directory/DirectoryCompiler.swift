@@ -23,6 +23,8 @@ public final class DirectoryCompiler {
         public var plan: NumberingPlan = .china
         public var onDuplicate: DuplicatePolicy = .error
         public var directoryVersion: UInt64 = 0
+        /// The directory format written: 4, or 2 (binary order) for older readers.
+        public var fileFormat: UInt32 = DirectoryFormat.version
         /// Overrides the format guessed from each file's extension.
         public var format: SourceFormat? = nil
         /// Diagnostics kept in memory; the rest are only counted.
@@ -953,7 +955,7 @@ public final class DirectoryCompiler {
         var plan = DirectoryPlan(entryCount: spool.exactCount, prefixCount: spool.count - spool.exactCount, labels: table)
         plan.directoryVersion = options.directoryVersion
         plan.recordedPlan = RecordedPlan(options.plan, metadata: NumberingData.installed.fingerprint)
-        try DirectoryWriter.write(plan, to: path, progress: written) { (sink) throws(DirectoryError) in
+        try DirectoryWriter.write(plan, to: path, progress: written, formatVersion: options.fileFormat) { (sink) throws(DirectoryError) in
             try spool.replay { (key, value) throws(DirectoryError) in
                 let v = remapped(value, remap)
                 if v & 1 != 0 { summary.blocking += 1 }

@@ -45,6 +45,8 @@ public final class DirectoryFile: @unchecked Sendable {
     private let labelIndex: UnsafePointer<UInt32>
     private let labelData: UnsafePointer<UInt8>
     private let entryCount: Int
+    /// Version 4: nodes of eight keys (`KeyNodes`); 0 for a file in binary order.
+    private let nodeCount: Int
     private let prefixCount: Int
     private let labelCount: Int
     private let labelDataSize: Int
@@ -152,6 +154,7 @@ public final class DirectoryFile: @unchecked Sendable {
         self.labelIndex = (base + Int(header.labelIndexOffset)).assumingMemoryBound(to: UInt32.self)
         self.labelData = (base + Int(header.labelDataOffset)).assumingMemoryBound(to: UInt8.self)
         self.entryCount = Int(header.entryCount)
+        nodeCount = layout.nodes ? layout.slotCount / 8 : 0
         self.prefixCount = Int(header.prefixCount)
         self.labelCount = Int(header.labelCount)
         self.labelDataSize = Int(header.labelDataSize)
@@ -387,6 +390,7 @@ public final class DirectoryFile: @unchecked Sendable {
     /// so the first levels share cache lines and the children four levels
     /// down can be prefetched while comparing (16 keys = two cache lines).
     func exactValue(_ x: UInt64) throws(DirectoryError) -> UInt32? {
+        if layout.nodes { return try nodeValue(x) }
         let keys = self.keys
         let n = entryCount
         var k = 1
@@ -414,6 +418,33 @@ public final class DirectoryFile: @unchecked Sendable {
         guard k != 0, keys[k] == x else { return nil }
         try ensure(layout.valuesOffset + 4 * k, 4)
         return values[k]
+    }
+
+    /// `exactValue` in nodes of eight: one node per level, the candidate the smallest key
+    /// not below `x` met so far (the last one met is the tightest).
+    private func nodeValue(_ x: UInt64) throws(DirectoryError) -> UInt32? {
+        let keys = self.keys
+        let nodes = nodeCount
+        let checked = !trusted.load(ordering: .acquiring)
+        let keysOffset = layout.keysOffset
+        var node = 0
+        var candidate = -1
+        if !checked {
+            candidate = lookupd_search_nodes(keys, nodes, x)
+            node = nodes
+        }
+        while node < nodes {
+            if checked {
+                let offset = keysOffset &+ 64 &* node
+                if !isVerified(offset, 64) { try ensureSlow(offset, 64) }
+            }
+            let i = KeyNodes.rank(keys + 8 &* node, x)
+            if i < 8 { candidate = 8 &* node &+ i }
+            node = 9 &* node &+ i &+ 1
+        }
+        guard candidate >= 0, keys[candidate] == x else { return nil }
+        try ensure(layout.valuesOffset &+ 4 &* candidate, 4)
+        return values[candidate]
     }
 
     // MARK: - Batched lookup
@@ -457,13 +488,18 @@ public final class DirectoryFile: @unchecked Sendable {
             var done = 0
             while done < numbers.count {
                 let width = min(Self.batchWidth, numbers.count - done)
-                for j in 0..<width { ks[j] = 1 }
-                descendTrusted(first + done, width, ks)
-                for j in 0..<width {
-                    var k = ks[j]
-                    k >>= (~k).trailingZeroBitCount &+ 1
-                    lookupd_prefetch(keys + k)
-                    lookupd_prefetch(values + k)
+                if layout.nodes {
+                    descendNodes(first + done, width, ks, nil)
+                    for j in 0..<width where ks[j] >= 0 { lookupd_prefetch(values + ks[j]) }
+                } else {
+                    for j in 0..<width { ks[j] = 1 }
+                    descendTrusted(first + done, width, ks)
+                    for j in 0..<width {
+                        var k = ks[j]
+                        k >>= (~k).trailingZeroBitCount &+ 1
+                        lookupd_prefetch(keys + k)
+                        lookupd_prefetch(values + k)
+                    }
                 }
                 done += width
             }
@@ -478,18 +514,31 @@ public final class DirectoryFile: @unchecked Sendable {
             let ks = raw.baseAddress!.assumingMemoryBound(to: Int.self)
             // Bit j: lane j met a damaged block; results[j] already holds why.
             var failed: UInt64 = 0
-            if trusted.load(ordering: .acquiring) {
-                descendTrusted(numbers, width, ks)
+            if layout.nodes {
+                // Each lane ends on its candidate slot (-1: none).
+                failed = descendNodes(numbers, width, ks, trusted.load(ordering: .acquiring) ? nil : results)
             } else {
-                failed = descendChecked(numbers, width, ks, results)
+                if trusted.load(ordering: .acquiring) {
+                    descendTrusted(numbers, width, ks)
+                } else {
+                    failed = descendChecked(numbers, width, ks, results)
+                }
+                for j in 0..<width {
+                    var k = ks[j]
+                    k >>= (~k).trailingZeroBitCount &+ 1
+                    ks[j] = k == 0 ? -1 : k
+                }
             }
+            // Every lane's value slot fetched before any is read: the values are a second
+            // array, one more DRAM read per lookup, which one lane at a time would wait for
+            // in turn.
+            for j in 0..<width where ks[j] >= 0 { lookupd_prefetch(values + ks[j]) }
             for j in 0..<width where failed & (1 << UInt64(j)) == 0 {
-                var k = ks[j]
-                k >>= (~k).trailingZeroBitCount &+ 1
+                let k = ks[j]
                 let number = numbers[j]
                 do throws(DirectoryError) {
                     let found: DirectoryEntry?
-                    if k != 0, keys[k] == number.value {
+                    if k >= 0, keys[k] == number.value {
                         try ensure(layout.valuesOffset &+ 4 &* k, 4)
                         found = try entry(value: values[k], match: .exact(number))
                     } else {
@@ -568,6 +617,56 @@ public final class DirectoryFile: @unchecked Sendable {
                 }
                 ks[j] = 2 &* k &+ (keys[k] < numbers[j].value ? 1 : 0)
             }
+        }
+        return failed
+    }
+
+    /// The searches of a batch in nodes of eight, every lane one node down per round. A lane
+    /// is done when it steps past the last node (the last level is not full, so lanes finish
+    /// a round apart); `ks[j]` ends as its candidate slot, or -1. Each step prefetches the
+    /// lane's next node, which the other lanes' steps give time to arrive. `results` non-nil:
+    /// the file is not yet fully verified, each node is checked before it is read, and a lane
+    /// whose node lies in a damaged block stops with the error there. Returns the failed lanes.
+    @inline(__always)
+    private func descendNodes(_ numbers: UnsafePointer<PhoneNumber>, _ width: Int, _ ks: UnsafeMutablePointer<Int>,
+                              _ results: UnsafeMutablePointer<Result<DirectoryEntry?, DirectoryError>>?) -> UInt64 {
+        let keys = self.keys
+        let nodes = nodeCount
+        let keysOffset = layout.keysOffset
+        var failed: UInt64 = 0
+        guard let results else {
+            UnsafeRawPointer(numbers).withMemoryRebound(to: UInt64.self, capacity: width) { xs in
+                lookupd_search_nodes_batch(keys, nodes, xs, ks, width)
+            }
+            return 0
+        }
+        var candidates = InlineArray<32, Int>(repeating: -1)
+        withUnsafeMutableBytes(of: &candidates) { raw in
+            let cs = raw.baseAddress!.assumingMemoryBound(to: Int.self)
+            for j in 0..<width { ks[j] = 0 }
+            var active = nodes > 0
+            while active {
+                active = false
+                for j in 0..<width {
+                    let node = ks[j]
+                    guard node < nodes, failed & (1 << UInt64(j)) == 0 else { continue }
+                    active = true
+                    let offset = keysOffset &+ 64 &* node
+                    if !isVerified(offset, 64) {
+                        do throws(DirectoryError) { try ensureSlow(offset, 64) } catch {
+                            results[j] = .failure(error)
+                            failed |= 1 << UInt64(j)
+                            continue
+                        }
+                    }
+                    let i = KeyNodes.rank(keys + 8 &* node, numbers[j].value)
+                    if i < 8 { cs[j] = 8 &* node &+ i }
+                    let child = 9 &* node &+ i &+ 1
+                    ks[j] = child
+                    if child < nodes { lookupd_prefetch(keys + 8 &* child) }
+                }
+            }
+            for j in 0..<width { ks[j] = cs[j] }
         }
         return failed
     }
@@ -691,6 +790,31 @@ public final class DirectoryFile: @unchecked Sendable {
     func forEachExactInOrder(checked: Bool = true, _ body: (UInt64, UInt32) throws(DirectoryError) -> Void) throws(DirectoryError) {
         let n = entryCount
         guard n > 0 else { return }
+        if layout.nodes {
+            var walk = KeyNodes.InOrder(nodeCount: nodeCount)
+            for _ in 0..<n {
+                let k = walk.slot
+                if checked {
+                    try ensure(layout.keysOffset + 8 * k, 8)
+                    try ensure(layout.valuesOffset + 4 * k, 4)
+                }
+                // The header's count and the padding must agree, or a walk would list the
+                // padding as a number, or stop before the last one.
+                guard keys[k] != DirectoryFormat.paddingKey else {
+                    throw .corrupt(path: path, reason: "slot \(k) is padding where the header counts \(n) numbers")
+                }
+                try body(keys[k], values[k])
+                walk.advance()
+            }
+            if !walk.isDone {
+                let k = walk.slot
+                if checked { try ensure(layout.keysOffset + 8 * k, 8) }
+                guard keys[k] == DirectoryFormat.paddingKey else {
+                    throw .corrupt(path: path, reason: "slot \(k) holds a number after the \(n) the header counts")
+                }
+            }
+            return
+        }
         // Descend left as far as possible, then climb: iterative so depth
         // never matters; the path is at most 64 nodes.
         var k = 1
@@ -762,7 +886,19 @@ public final class DirectoryFile: @unchecked Sendable {
 
     /// The structural checks, on bytes whose checksums already matched.
     private func verifyStructure() throws(DirectoryError) {
-        guard keys[0] == 0, values[0] == 0 else { throw .corrupt(path: path, reason: "unused slot 0 is not zero") }
+        if layout.nodes {
+            // The slots after the last number, in in-order: the padding of the last node.
+            var walk = KeyNodes.InOrder(nodeCount: nodeCount)
+            for _ in 0..<entryCount { walk.advance() }
+            while !walk.isDone {
+                guard keys[walk.slot] == DirectoryFormat.paddingKey, values[walk.slot] == 0 else {
+                    throw .corrupt(path: path, reason: "padding slot \(walk.slot) after the last number is not padding")
+                }
+                walk.advance()
+            }
+        } else {
+            guard keys[0] == 0, values[0] == 0 else { throw .corrupt(path: path, reason: "unused slot 0 is not zero") }
+        }
         var previous: UInt64? = nil
         var blocked: UInt64 = 0
         var identified: UInt64 = 0

@@ -1,7 +1,8 @@
+import CIntrinsics
 import Glibc
 import TextRules
 
-/// Constants and layout of the directory file, format versions 1 to 3.
+/// Constants and layout of the directory file, format versions 1 to 4.
 /// docs/FORMAT.md is the byte-by-byte specification; keep the two in step.
 public enum DirectoryFormat {
     /// "\x89LKD\r\n\x1a\n": a non-ASCII first byte so text tools do not take
@@ -9,17 +10,22 @@ public enum DirectoryFormat {
     /// (the PNG trick).
     public static let magic: [UInt8] = [0x89, 0x4C, 0x4B, 0x44, 0x0D, 0x0A, 0x1A, 0x0A]
     /// The version this lookupd writes: 2 adds a checksum per block, so a
-    /// reader can verify what it touches instead of the whole file.
-    public static let version: UInt32 = 2
+    /// reader can verify what it touches instead of the whole file; 4 stores
+    /// the numbers in nodes of eight (`KeyNodes`), so a search reads a third
+    /// of the cache lines and pages it read in the binary (Eytzinger) order.
+    public static let version: UInt32 = 4
     /// Versions this lookupd reads. Version 1 has one checksum over the
     /// whole content, so a reader verifies a version-1 file completely
     /// before answering from it.
     /// Version 3 is version 2 with allow entries (value bit 31): written
     /// only when a file holds one, so that a lookupd that predates them
     /// refuses the file instead of reading an allow as a huge label number.
-    public static let readableVersions: ClosedRange<UInt32> = 1...3
-    /// The version of a file that holds allow entries.
+    /// Version 4 is version 3 with the numbers in nodes of eight.
+    public static let readableVersions: ClosedRange<UInt32> = 1...4
+    /// The binary-order version of a file that holds allow entries.
     public static let allowVersion: UInt32 = 3
+    /// The first version whose numbers are in nodes of eight (it may hold allow entries).
+    public static let nodesVersion: UInt32 = 4
     public static let headerSize = 256
     /// Bytes of the header covered by the header checksum (all but the checksum itself).
     static let headerChecksummed = 248
@@ -33,8 +39,15 @@ public enum DirectoryFormat {
     /// Longest label, in UTF-8 bytes. SIP display names travel in every
     /// answer; 255 keeps them within one UDP datagram with room to spare.
     public static let maxLabelBytes = LabelRules.maxBytes
-    /// Flag bit 0: exact keys are stored in Eytzinger (breadth-first) order.
+    /// Flag bit 0 (versions 1 to 3): exact keys are stored in Eytzinger (breadth-first) order.
     static let flagEytzinger: UInt32 = 1
+    /// Flag bit 1 (version 4): exact keys are stored in nodes of eight (`KeyNodes`).
+    static let flagNodes: UInt32 = 2
+    /// The flags word a file of `version` must have: the one key order it allows.
+    static func flags(version: UInt32) -> UInt32 { version >= nodesVersion ? flagNodes : flagEytzinger }
+    /// Key of a padding slot of the last nodes (version 4): above every number, so a search
+    /// never stops on one and an in-order walk meets them only after the last number.
+    static let paddingKey: UInt64 = .max
     /// Most labels a file can hold: the value word keeps the label number in 30 bits
     /// (bit 31 is the allow bit).
     public static let maxLabels = (1 << 30) - 2
@@ -92,15 +105,24 @@ struct DirectoryLayout: Equatable {
 
     static func align8(_ x: Int) -> Int { (x + 7) & ~7 }
 
+    /// Key and value slots: n + 1 in binary order (slot 0 unused), n rounded up to a
+    /// multiple of 8 in nodes of eight.
+    var slotCount: Int
+    /// Version 4: the numbers are in nodes of eight.
+    var nodes: Bool
+
     /// nil when the counts cannot describe a file on this machine (overflow).
-    /// `blockShift` nil lays out a version-1 file.
-    init?(entryCount n: UInt64, prefixCount p: UInt64, labelCount m: UInt64, labelDataSize d: UInt64, blockShift: UInt32?) {
+    /// `blockShift` nil lays out a version-1 file; `nodes` a version-4 one.
+    init?(entryCount n: UInt64, prefixCount p: UInt64, labelCount m: UInt64, labelDataSize d: UInt64, blockShift: UInt32?,
+          nodes: Bool = false) {
         let limit: UInt64 = 1 << 52
         guard n < limit / 8, p < limit / 16, m < limit / 4, d < limit else { return nil }
         let n = Int(n), p = Int(p), m = Int(m), d = Int(d)
+        self.nodes = nodes
+        slotCount = nodes ? (n + 7) & ~7 : n + 1
         keysOffset = DirectoryFormat.headerSize
-        valuesOffset = keysOffset + (n + 1) * 8
-        prefixesOffset = DirectoryLayout.align8(valuesOffset + (n + 1) * 4)
+        valuesOffset = keysOffset + slotCount * 8
+        prefixesOffset = DirectoryLayout.align8(valuesOffset + slotCount * 4)
         labelIndexOffset = prefixesOffset + p * 16
         labelDataOffset = labelIndexOffset + (m + 1) * 4
         contentEnd = DirectoryLayout.align8(labelDataOffset + d)
@@ -170,7 +192,7 @@ public struct DirectoryHeader: Equatable, Sendable {
     /// of the root table, which covers the checksum table, which covers
     /// every data block: the one value that seals the whole content.
     public var contentChecksum: UInt64 = 0
-    public var flags: UInt32 = DirectoryFormat.flagEytzinger
+    public var flags: UInt32 = DirectoryFormat.flags(version: DirectoryFormat.version)
     /// Bit L set when a prefix of L digits exists, so a lookup only searches
     /// the prefix lengths that occur.
     public var prefixLengthMask: UInt32 = 0
@@ -316,7 +338,7 @@ public struct DirectoryHeader: Equatable, Sendable {
         if h.fileSize < UInt64(actualSize) {
             throw .corrupt(path: path, reason: "file has \(actualSize) bytes but its header says \(h.fileSize)")
         }
-        guard h.flags == DirectoryFormat.flagEytzinger else {
+        guard h.flags == DirectoryFormat.flags(version: h.formatVersion) else {
             throw .corrupt(path: path, reason: "unknown flags 0x\(String(h.flags, radix: 16))")
         }
         guard h.prefixLengthMask & ~UInt32(0xFFFE) == 0 else {
@@ -345,7 +367,7 @@ public struct DirectoryHeader: Equatable, Sendable {
     /// The layout the counts describe (version 2: with the block size).
     var layout: DirectoryLayout? {
         DirectoryLayout(entryCount: entryCount, prefixCount: prefixCount, labelCount: labelCount, labelDataSize: labelDataSize,
-                        blockShift: formatVersion >= 2 ? blockShift : nil)
+                        blockShift: formatVersion >= 2 ? blockShift : nil, nodes: formatVersion >= DirectoryFormat.nodesVersion)
     }
 }
 
@@ -457,5 +479,83 @@ public enum DirectoryError: Error, Equatable, Sendable, CustomStringConvertible 
         case .changedWhileServed(let path):
             return "\(path): changed on disk while served (truncated or rewritten in place, or unreadable): nothing is answered from it until an intact file is installed"
         }
+    }
+}
+
+/// The order of the numbers in a version-4 file: a B-tree of 8-key nodes laid out
+/// breadth-first, none stored as a pointer. Node k's children are nodes 9k+1 ... 9k+9, those
+/// below the node count existing; child c holds the numbers between key c-1 and key c of
+/// node k. Slot 8k+i holds key i of node k. The numbers fill the slots in in-order (child 0,
+/// key 0, child 1, ..., key 7, child 8), so the padding slots of the last node (key
+/// `DirectoryFormat.paddingKey`) come after every number.
+///
+/// A search reads one 64-byte node per level: nine levels at 10^8 numbers against 27 in
+/// binary order, so one DRAM read and one page walk for every three the Eytzinger search
+/// needed below the cached top of the tree (docs/BENCHMARKS.md, "Batched lookups").
+public enum KeyNodes {
+    /// Keys of a node of `keys` (the node's first slot) below `x`: the child to go down to,
+    /// and the node's smallest key not below `x` when under 8.
+    @inline(__always)
+    static func rank(_ node: UnsafePointer<UInt64>, _ x: UInt64) -> Int { lookupd_node_rank(node, x) }
+
+    /// A walk over the slots in in-order: ascending keys, padding last. Used by the writer
+    /// to place each number as it comes and by the reader to list them.
+    struct InOrder {
+        let nodeCount: Int
+        private(set) var node = 0
+        private(set) var index = 0
+        /// Depth of `node` (0 at the root): the writer buffers each level's slots apart.
+        private(set) var depth = 0
+        private(set) var isDone: Bool
+
+        init(nodeCount: Int) {
+            self.nodeCount = nodeCount
+            isDone = nodeCount == 0
+            descendLeft()
+        }
+
+        var slot: Int { 8 &* node &+ index }
+
+        /// Down child 0 as far as there are nodes.
+        private mutating func descendLeft() {
+            while 9 &* node &+ 1 < nodeCount {
+                node = 9 &* node &+ 1
+                depth &+= 1
+            }
+        }
+
+        mutating func advance() {
+            let right = 9 &* node &+ index &+ 2
+            if right < nodeCount {
+                node = right
+                depth &+= 1
+                index = 0
+                descendLeft()
+            } else if index < 7 {
+                index &+= 1
+            } else {
+                // Up while this is the last child; then the parent's key after this child.
+                while true {
+                    if node == 0 { isDone = true; return }
+                    let child = (node &- 1) % 9
+                    node = (node &- 1) / 9
+                    depth &-= 1
+                    if child < 8 { index = child; return }
+                }
+            }
+        }
+    }
+
+    /// Levels of a tree of `nodeCount` nodes, and the first node of each: level L holds
+    /// nodes (9^L - 1) / 8 ..< (9^(L+1) - 1) / 8.
+    static func levelStarts(nodeCount: Int) -> [Int] {
+        var starts: [Int] = []
+        var start = 0, width = 1
+        while start < nodeCount {
+            starts.append(start)
+            start &+= width
+            width &*= 9
+        }
+        return starts
     }
 }

@@ -80,11 +80,12 @@ public struct DirectoryPlan: Sendable {
 /// file as they come, holding none of them: what `DirectoryWriter` hands
 /// to its caller's closure.
 ///
-/// The exact entries go to their Eytzinger slots. An in-order walk of the
-/// implicit tree visits the slots of each level from left to right, so the
-/// sorted entries form one ascending stream of slots per level (about 30 at
-/// 10^9 entries); each level has a small buffer, written out with pwrite
-/// when full. Prefix rules and labels are sequential. Every byte of the
+/// The exact entries go to their slots: in nodes of eight (`KeyNodes`,
+/// version 4) or in Eytzinger order (versions 1 to 3). An in-order walk of
+/// either implicit tree visits the slots of each level from left to right,
+/// so the sorted entries form one ascending stream of slots per level (10
+/// in nodes, about 30 in binary order at 10^9 entries); each level has a
+/// small buffer, written out with pwrite when full. Prefix rules and labels are sequential. Every byte of the
 /// content passes through a `BlockSealer`, which hashes each 4 KiB block
 /// as soon as all its bytes are written, so the checksums need no second
 /// read of the file. Memory: a few MiB of buffers and the checksum table
@@ -105,8 +106,10 @@ public final class DirectoryEntrySink {
     private let sealer: BlockSealer
     private let path: String
     @exclusivity(unchecked) private var levels: [Level] = []
-    /// The slot the next exact entry goes to (0 when all are placed).
+    /// The slot the next exact entry goes to (0 when all are placed), in binary order.
     @exclusivity(unchecked) private var slot = 0
+    /// Version 4: where the next exact entry goes.
+    @exclusivity(unchecked) private var cursor: KeyNodes.InOrder
     @exclusivity(unchecked) private(set) var exactCount = 0
     @exclusivity(unchecked) private(set) var prefixCount = 0
     @exclusivity(unchecked) private var lastKey: UInt64 = 0
@@ -133,7 +136,15 @@ public final class DirectoryEntrySink {
         let total = plan.entryCount + plan.prefixCount
         progressStep = max(1, total / 100)
         let n = plan.entryCount
-        if n > 0 {
+        cursor = KeyNodes.InOrder(nodeCount: layout.nodes ? layout.slotCount / 8 : 0)
+        if layout.nodes {
+            var width = 8
+            for start in KeyNodes.levelStarts(nodeCount: layout.slotCount / 8) {
+                let capacity = min(width, DirectoryEntrySink.levelCapacity)
+                levels.append(Level(first: 8 * start, capacity: capacity, keys: .allocate(capacity: capacity), values: .allocate(capacity: capacity)))
+                width = width > DirectoryEntrySink.levelCapacity ? width : width * 9
+            }
+        } else if n > 0 {
             let depth = Int.bitWidth - n.leadingZeroBitCount
             for level in 0..<depth {
                 let capacity = min(1 << level, DirectoryEntrySink.levelCapacity)
@@ -185,15 +196,15 @@ public final class DirectoryEntrySink {
         guard exactCount == 0 || key > lastKey else { throw refuse("exact keys not strictly ascending at index \(exactCount)") }
         try checkValue(value)
         lastKey = key
-        let k = slot
-        let level = Int.bitWidth - 1 - k.leadingZeroBitCount
-        var l = levels[level]
-        l.keys[l.count] = key.littleEndian
-        l.values[l.count] = value.littleEndian
-        l.count += 1
-        levels[level] = l
-        if l.count == l.capacity { try flush(level) }
         exactCount += 1
+        if layout.nodes {
+            try place(key, value, level: cursor.depth)
+            cursor.advance()
+            reportProgress()
+            return
+        }
+        let k = slot
+        try place(key, value, level: Int.bitWidth - 1 - k.leadingZeroBitCount)
         // The in-order successor of k.
         let n = plan.entryCount
         if 2 * k + 1 <= n {
@@ -206,6 +217,17 @@ public final class DirectoryEntrySink {
             slot = next >> 1
         }
         reportProgress()
+    }
+
+    /// Appends a slot to its level's stream; the levels' slots come in ascending order.
+    @inline(__always)
+    private func place(_ key: UInt64, _ value: UInt32, level: Int) throws(DirectoryError) {
+        var l = levels[level]
+        l.keys[l.count] = key.littleEndian
+        l.values[l.count] = value.littleEndian
+        l.count += 1
+        levels[level] = l
+        if l.count == l.capacity { try flush(level) }
     }
 
     /// The next prefix rule (key: digit count << 56 | digits), after every exact entry.
@@ -257,11 +279,13 @@ public final class DirectoryEntrySink {
         try zero.withBytes { (raw) throws(DirectoryError) in try write(raw, at: start) }
     }
 
-    /// Writes what is not an entry: slot 0, the labels, the padding.
+    /// Writes what is not an entry: slot 0 (binary order), the labels, the padding.
     func writeFixedParts() throws(DirectoryError) {
-        try zeros(from: layout.keysOffset, to: layout.keysOffset + 8)
-        try zeros(from: layout.valuesOffset, to: layout.valuesOffset + 4)
-        try zeros(from: layout.valuesOffset + 4 * (plan.entryCount + 1), to: layout.prefixesOffset)
+        if !layout.nodes {
+            try zeros(from: layout.keysOffset, to: layout.keysOffset + 8)
+            try zeros(from: layout.valuesOffset, to: layout.valuesOffset + 4)
+        }
+        try zeros(from: layout.valuesOffset + 4 * layout.slotCount, to: layout.prefixesOffset)
         var index = [UInt32](repeating: 0, count: plan.labels.count + 1)
         for (i, end) in plan.labels.ends.enumerated() { index[i + 1] = end.littleEndian }
         let indexWritten: Result<Void, DirectoryError> = index.withUnsafeBytes { raw in
@@ -278,6 +302,11 @@ public final class DirectoryEntrySink {
     func finish() throws(DirectoryError) {
         guard exactCount == plan.entryCount else { throw refuse("\(exactCount) of the \(plan.entryCount) numbers announced") }
         guard prefixCount == plan.prefixCount else { throw refuse("\(prefixCount) of the \(plan.prefixCount) prefix rules announced") }
+        // The last node's slots after the last number (at most seven).
+        while layout.nodes && !cursor.isDone {
+            try place(DirectoryFormat.paddingKey, 0, level: cursor.depth)
+            cursor.advance()
+        }
         for level in levels.indices { try flush(level) }
         try flushPrefixes()
     }

@@ -331,7 +331,10 @@ public enum DirectoryUpdates {
             summary.exactEntries = content.exactKeys.count
             summary.prefixRules = content.prefixKeys.count
             phase?(.merged)
-            do { try DirectoryWriter.write(content, to: path) } catch { throw .directory(error) }
+            // The key order of the file compacted: a fleet that reads only binary order
+            // compiled it so, and compaction must not take the file away from it.
+            let format = base.header.formatVersion >= DirectoryFormat.nodesVersion ? DirectoryFormat.nodesVersion : 2
+            do { try DirectoryWriter.write(content, to: path, formatVersion: format) } catch { throw .directory(error) }
             summary.rewroteDirectory = true
             phase?(.directoryWritten)
         }

@@ -63,7 +63,8 @@ public enum DirectoryWriter {
 
     /// Writes `content`, which is all in memory.
     /// - Parameters:
-    ///   - formatVersion: 2 (the default); 1 only to test that old files are still read.
+    ///   - formatVersion: 4 (the default); 2 for a fleet that still runs a lookupd that
+    ///     reads only versions 1 to 3 (binary order); 1 only to test that old files are read.
     ///   - blockShift: log2 of the checksum block size (version 2); the
     ///     default was chosen by measurement, the bench varies it.
     public static func write(_ content: DirectoryContent, to path: String, progress: Progress? = nil,
@@ -101,7 +102,8 @@ public enum DirectoryWriter {
         }
         guard let layout = DirectoryLayout(entryCount: UInt64(plan.entryCount), prefixCount: UInt64(plan.prefixCount),
                                            labelCount: UInt64(plan.labels.count), labelDataSize: UInt64(plan.labels.data.count),
-                                           blockShift: formatVersion >= 2 ? blockShift : nil) else {
+                                           blockShift: formatVersion >= 2 ? blockShift : nil,
+                                           nodes: formatVersion >= DirectoryFormat.nodesVersion) else {
             throw .tooLarge("\(path): too many entries for one directory file")
         }
         // A failure inside the closure is a DirectoryError; writeFileAtomically
@@ -126,6 +128,7 @@ public enum DirectoryWriter {
                 var header = DirectoryHeader()
                 // Allow entries need version 3; files without them stay readable by older lookupd.
                 header.formatVersion = sink.allowing > 0 && formatVersion >= 2 ? max(formatVersion, DirectoryFormat.allowVersion) : formatVersion
+                header.flags = DirectoryFormat.flags(version: header.formatVersion)
                 header.fileSize = UInt64(layout.fileSize)
                 header.directoryVersion = plan.directoryVersion
                 header.entryCount = UInt64(plan.entryCount)
@@ -223,7 +226,8 @@ extension DirectoryWriter {
         var sealed = false
         if get32(8) >= 2,
            let layout = DirectoryLayout(entryCount: get64(32), prefixCount: get64(40), labelCount: get64(48),
-                                        labelDataSize: get64(112), blockShift: get32(168)),
+                                        labelDataSize: get64(112), blockShift: get32(168),
+                                        nodes: get32(8) >= DirectoryFormat.nodesVersion),
            layout.fileSize == bytes.count {
             let root = bytes.withUnsafeMutableBytes { sealBlocks($0.baseAddress!, layout: layout) }
             put64(120, root)

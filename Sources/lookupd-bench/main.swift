@@ -310,11 +310,18 @@ func lookupsBenchmark(_ options: Options) {
         // huge pages for a file outside tmpfs.
         _ = madvise(mapped, size, MADV_HUGEPAGE)
         let keys = UnsafePointer<UInt64>((UnsafeRawPointer(mapped) + Int(directory.header.keysOffset)).assumingMemoryBound(to: UInt64.self))
-        let slots = n + 1
+        // Binary order: slots 1...n; nodes of eight: n rounded up to eight, padding last.
+        let nodes = directory.header.formatVersion >= DirectoryFormat.nodesVersion
+        let slots = nodes ? (n + 7) & ~7 : n + 1
 
         let pool = 1 << 20, perRound = 1 << 18
         var rng = Random(state: 0x5EED ^ UInt64(n))
-        let probes = (0..<pool).map { _ in PhoneNumber(value: keys[1 + Int(rng.below(UInt64(n)))])! }
+        var probes: [PhoneNumber] = []
+        probes.reserveCapacity(pool)
+        while probes.count < pool {
+            let key = keys[(nodes ? 0 : 1) + Int(rng.below(UInt64(slots - 1)))]
+            if let number = PhoneNumber(value: key) { probes.append(number) }
+        }
 
         var floor = Timing(), floorHuge = Timing(), single = Timing(), batched = Timing(), prefetched = Timing()
         var sink: UInt64 = 0

@@ -74,6 +74,9 @@ let compileCommand = Command(
                                error (default: refuse, naming both lines),
                                first or last (keep that one)
       --directory-version N    version number stored in the file (default 0)
+      --file-format N          directory format written: 4 (default; numbers in
+                               nodes of eight) or 2 (binary order, the format a
+                               lookupd before version 4 of the format reads)
       --max-errors N           errors printed before stopping (default 50)
       --memory SIZE            memory the compile may use, e.g. 2G or 512M
                                (default: an eighth of this machine's, \(formatBytes(DirectoryCompiler.defaultMemoryBudget)) here)
@@ -91,7 +94,7 @@ let compileCommand = Command(
 )
 
 private func runCompile(_ raw: [String]) throws -> Int32 {
-    let args = try Arguments(raw, valued: Set(["output", "format", "on-duplicate", "directory-version", "max-errors", "config", "memory",
+    let args = try Arguments(raw, valued: Set(["output", "format", "on-duplicate", "directory-version", "file-format", "max-errors", "config", "memory",
                                                "number-column", "label-column", "action-column", "action"]).union(PlanOptions.names),
                              flags: ["quiet", "no-header", "skip-invalid", "vanity", "discard-changes", "json"], aliases: ["o": "output", "q": "quiet"])
     if args.flag("help") {
@@ -116,6 +119,10 @@ private func runCompile(_ raw: [String]) throws -> Int32 {
     if let version = try args.value("directory-version") {
         guard let v = UInt64(version) else { throw UsageError("--directory-version expects a whole number") }
         options.directoryVersion = v
+    }
+    if let format = try args.value("file-format") {
+        guard format == "2" || format == "4" else { throw UsageError("--file-format must be 4 or 2") }
+        options.fileFormat = UInt32(format)!
     }
     var maxErrors = 50
     if let text = try args.value("max-errors") {

@@ -22,6 +22,36 @@ final class CompileCommandTests: CLITestCase {
         XCTAssertEqual(names, [])
     }
 
+    /// `--file-format 2` writes binary order for a fleet whose lookupd reads only 1 to 3, the
+    /// same answers as the default 4; `compact` keeps a file's order; anything else is a usage error.
+    func testFileFormatTwoForOlderReadersAndCompactKeepsIt() throws {
+        let source = write("dir.csv", "number,action,label\n+8613800138000,block,Spam\n+8613800138001,identify,Bank\n+86170*,block,\n")
+        XCTAssertEqual(try lookupd(["compile", "-q", source, "-o", file("v4.lkd")]).status, 0)
+        let old = try lookupd(["compile", "-q", "--file-format", "2", source, "-o", file("v2.lkd")])
+        XCTAssertEqual(old.status, 0, old.stderr)
+        func format(_ path: String) throws -> String? {
+            try lookupd(["inspect", path]).stdoutLines.first { $0.hasPrefix("format version:") }
+        }
+        XCTAssertEqual(try format(file("v4.lkd")), "format version:     4")
+        XCTAssertEqual(try format(file("v2.lkd")), "format version:     2")
+        for number in ["+8613800138000", "+8613800138001", "+8617012345678", "+8613900000000"] {
+            let a = try lookupd(["query", "--json", "--directory", file("v4.lkd"), number])
+            let b = try lookupd(["query", "--json", "--directory", file("v2.lkd"), number])
+            XCTAssertEqual(a.status, b.status, number)
+            XCTAssertEqual(a.stdout.replacingOccurrences(of: "v4.lkd", with: "X"), b.stdout.replacingOccurrences(of: "v2.lkd", with: "X"), number)
+        }
+        let added = try lookupd(["add", "+8613800138002", "--block", "--to", file("v2.lkd")])
+        XCTAssertEqual(added.status, 0, added.stderr)
+        let compact = try lookupd(["compact", file("v2.lkd")])
+        XCTAssertEqual(compact.status, 0, compact.stderr)
+        XCTAssertEqual(try format(file("v2.lkd")), "format version:     2")
+        XCTAssertEqual(try lookupd(["query", "--directory", file("v2.lkd"), "+8613800138002"]).status, 0)
+        let bad = try lookupd(["compile", "--file-format", "3", source, "-o", file("v3.lkd")])
+        XCTAssertEqual(bad.status, 2)
+        XCTAssertTrue(bad.stderr.contains("--file-format must be 4 or 2"), bad.stderr)
+        XCTAssertFalse(exists(file("v3.lkd")))
+    }
+
     /// D18: labels holding a backslash compile, with a warning that names them and the
     /// label-escapes option (twinkle 1.10 drops INVITEs whose display name holds an escaped one).
     func testLabelsWithABackslashAreWarnedAbout() throws {

@@ -91,7 +91,7 @@ final class FileCommandTests: CLITestCase {
         let contentMessage = "\(content): damaged: bytes 256...\(contentEnd - 1) (keys, values, prefix rules, label index, label data) do not match their checksum (the file is damaged)"
         let header = damaged("header.lkd") { $0[40] ^= 0x01 }
         let magic = damaged("magic.lkd") { $0[0] = UInt8(ascii: "n") }
-        let version = damaged("version.lkd") { $0[8] = 4 }
+        let version = damaged("version.lkd") { $0[8] = 5 }
         let truncated = write("truncated.lkd", goodBytes.prefix(size - 1))
         let short = write("short.lkd", goodBytes.prefix(100))
         let empty = write("empty.lkd", Data())
@@ -99,7 +99,7 @@ final class FileCommandTests: CLITestCase {
             (content, contentMessage),
             (header, "\(header): header checksum mismatch (the file is damaged)"),
             (magic, "\(magic): not a lookupd directory (bad magic number)"),
-            (version, "\(version): unsupported directory format version 4 (this lookupd reads versions 1 to 3)"),
+            (version, "\(version): unsupported directory format version 5 (this lookupd reads versions 1 to 4)"),
             (truncated, "\(truncated): truncated: \(size - 1) bytes, the header says \(size)"),
             (short, "\(short): truncated: 100 bytes is too short for a directory header"),
             (empty, "\(empty): truncated: 0 bytes is too short for a directory header"),
@@ -124,7 +124,7 @@ final class FileCommandTests: CLITestCase {
         XCTAssertEqual(r.status, 0, r.stderr)
         let lines = r.stdoutLines
         XCTAssertTrue(lines.contains("file:               \(good)"), r.stdout)
-        XCTAssertTrue(lines.contains("format version:     2"), r.stdout)
+        XCTAssertTrue(lines.contains("format version:     4"), r.stdout)
         XCTAssertTrue(lines.contains("directory version:  9"), r.stdout)
         XCTAssertTrue(lines.contains("file size:          \(goodBytes.count) bytes"), r.stdout)
         XCTAssertTrue(lines.contains("numbers:            50"), r.stdout)
@@ -142,7 +142,7 @@ final class FileCommandTests: CLITestCase {
         XCTAssertEqual(r.status, 0, r.stderr)
         guard let info = jsonLines(r.stdout).first else { return XCTFail("no JSON: \(r.stdout)") }
         XCTAssertEqual(info["file"] as? String, good)
-        XCTAssertEqual(info["format_version"] as? Int, 2)
+        XCTAssertEqual(info["format_version"] as? Int, 4)
         XCTAssertEqual(info["block_size"] as? Int, 4096)
         XCTAssertEqual(info["blocks"] as? Int, 1)
         XCTAssertEqual(info["damaged_blocks"] as? Int, 0)

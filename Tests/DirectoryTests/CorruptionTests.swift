@@ -14,7 +14,9 @@ final class CorruptionTests: XCTestCase {
         for i in 0..<100 { csv += "+86138001\(String(format: "%05d", i * 3)),\(i % 2 == 0 ? "block" : "identify"),Label \(i % 7)\n" }
         csv += "+86170*,block,Virtual\n+861705555*,identify,Known\n"
         let path = folder.file("good.lkd")
-        try DirectoryWriter.write(try content([Source("dir.csv", .csv, csv)]), to: path)
+        // Version 2: the slot checks below are written for binary order;
+        // testVerifyChecksNodeStructure covers version 4.
+        try DirectoryWriter.write(try content([Source("dir.csv", .csv, csv)]), to: path, formatVersion: 2)
         good = readBytes(path)
         header = try DirectoryFile(path: path).header
     }
@@ -272,20 +274,26 @@ final class CorruptionTests: XCTestCase {
     }
 
     func testUnsupportedVersion() {
-        for version: UInt32 in [0, 4, 0xFFFF_FFFF] {
+        for version: UInt32 in [0, 5, 0xFFFF_FFFF] {
             var bytes = good
             put32(&bytes, 8, version)
             let path = write("v\(version).lkd", resealed(bytes))
             XCTAssertEqual(openError(path), .unsupportedVersion(path: path, version: version))
             XCTAssertEqual(openError(path)?.description,
-                           "\(path): unsupported directory format version \(version) (this lookupd reads versions 1 to 3)")
+                           "\(path): unsupported directory format version \(version) (this lookupd reads versions 1 to 4)")
         }
         // A future version's header may be longer or shorter: the version is
         // reported even when the file is too short for a version 2 header.
         var head = Array(good.prefix(64))
-        put32(&head, 8, 4)
-        let path = write("v4short.lkd", head)
-        XCTAssertEqual(openError(path), .unsupportedVersion(path: path, version: 4))
+        put32(&head, 8, 5)
+        let path = write("v5short.lkd", head)
+        XCTAssertEqual(openError(path), .unsupportedVersion(path: path, version: 5))
+        // Each version has its one key order: binary-order flags on a version-4 file (or
+        // the reverse) is refused, never read in the wrong order.
+        var nodesFlagOnV2 = good
+        put32(&nodesFlagOnV2, 128, 2)
+        let wrongOrder = write("v2nodes.lkd", resealed(nodesFlagOnV2))
+        XCTAssertEqual(openError(wrongOrder)?.description, "\(wrongOrder): corrupt directory: unknown flags 0x2")
     }
 
     func testEmptyFileFolderAndMissingFile() {
@@ -323,6 +331,50 @@ final class CorruptionTests: XCTestCase {
         put64(&bytes, 16, UInt64(good.count) * 2)
         let path = write("fsize.lkd", resealed(bytes))
         XCTAssertEqual(openError(path), .truncated(path: path, expected: UInt64(good.count) * 2, actual: good.count))
+    }
+
+    /// Version 4 with valid checksums but broken structure: the padding of the last node,
+    /// the count in the header and the order of the nodes are all checked.
+    func testVerifyChecksNodeStructure() throws {
+        let path = folder.file("nodes.lkd")
+        let source = try DirectoryFile(path: folder.file("good.lkd"))
+        var c = DirectoryContent()
+        c.labels = (0..<source.labelTableCount).map { Array(source.label(UInt32($0)).utf8) }
+        try source.forEachExactInOrder { key, value in c.exactKeys.append(key); c.exactValues.append(value) }
+        try DirectoryWriter.write(c, to: path)
+        let nodes = readBytes(path)
+        let h = try DirectoryFile(path: path).header
+        XCTAssertEqual(h.formatVersion, 4)
+        XCTAssertEqual(h.entryCount, 100)
+        let keys = Int(h.keysOffset), values = Int(h.valuesOffset)
+        // In-order slot of each number, then of the padding (100 numbers: 13 nodes, 4 padding slots).
+        var walk = KeyNodes.InOrder(nodeCount: 13)
+        var order: [Int] = []
+        while !walk.isDone { order.append(walk.slot); walk.advance() }
+        XCTAssertEqual(order.count, 104)
+        XCTAssertEqual(Set(order).count, 104)
+        func check(_ name: String, _ patch: (inout [UInt8]) -> Void, _ reason: String, line: UInt = #line) {
+            var bytes = nodes
+            patch(&bytes)
+            let path = write(name, resealed(bytes))
+            XCTAssertEqual(verifyError(path, line: line)?.description, "\(path): corrupt directory: \(reason)", line: line)
+        }
+        func key(_ i: Int) -> UInt64 {
+            nodes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: keys + 8 * order[i], as: UInt64.self)) }
+        }
+        check("n-dup.lkd", { put64(&$0, keys + 8 * order[50], key(49)) }, "duplicate number +\(key(49))")
+        check("n-order.lkd", { put64(&$0, keys + 8 * order[50], key(49) - 1) }, "numbers not in ascending order at +\(key(49) - 1)")
+        check("n-pad.lkd", { put64(&$0, keys + 8 * order[100], key(99) + 1) }, "padding slot \(order[100]) after the last number is not padding")
+        check("n-padlast.lkd", { put64(&$0, keys + 8 * order[103], key(99) + 1) }, "padding slot \(order[103]) after the last number is not padding")
+        check("n-padvalue.lkd", { put32(&$0, values + 4 * order[101], 1) }, "padding slot \(order[101]) after the last number is not padding")
+        check("n-count.lkd", { put64(&$0, 32, 101) }, "slot \(order[100]) is padding where the header counts 101 numbers")
+        // A count within the same node count opens (the layout is the same) and still answers
+        // every number it holds; `export` and `verify` refuse it.
+        var bytes = nodes
+        put64(&bytes, 32, 101)
+        let miscounted = try DirectoryFile(path: write("n-count2.lkd", resealed(bytes)))
+        XCTAssertEqual(try miscounted.lookup(PhoneNumber(value: key(7))!)?.match, .exact(PhoneNumber(value: key(7))!))
+        XCTAssertThrowsError(try miscounted.forEachExactInOrder { _, _ in })
     }
 
     /// Content with valid checksums but broken structure: `verify()` finds it.

@@ -25,10 +25,12 @@ final class FormatTests: XCTestCase {
         return c
     }
 
+    /// Version 2 (binary order), still written for fleets whose lookupd reads only 1 to 3.
     func testEytzingerLayoutAtAwkwardSizes() throws {
         for n in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 1000] {
             let c = sampleContent(n)
-            let directory = try writeAndOpen(c, in: folder, name: "n\(n).lkd")
+            let directory = try writeAndOpen(c, in: folder, name: "n\(n).lkd", formatVersion: 2)
+            XCTAssertEqual(directory.header.formatVersion, 2)
             XCTAssertEqual(directory.count, n)
             XCTAssertNoThrow(try directory.verify(), "n=\(n)")
 
@@ -62,6 +64,74 @@ final class FormatTests: XCTestCase {
             walk(1)
             XCTAssertEqual(inOrder, c.exactKeys, "n=\(n)")
             if n >= 3 { XCTAssertEqual(slot(1), c.exactKeys[Self.eytzingerRootIndex(n)], "n=\(n): root is the in-order rank of slot 1") }
+        }
+    }
+
+    /// Version 4: the sizes around a node (8), a full level (8 + 72 = 80 slots, 10 nodes)
+    /// and a partial last level. Every number found with its data and every gap not, the
+    /// iteration ascending, and the bytes laid out as docs/FORMAT.md says: an in-order walk
+    /// of the 9-ary tree (node k's children 9k+1...9k+9) visits the numbers ascending, then
+    /// the padding.
+    func testNodeLayoutAtAwkwardSizes() throws {
+        for n in [0, 1, 2, 7, 8, 9, 15, 16, 17, 72, 79, 80, 81, 88, 100, 648, 729, 730, 1000, 6000] {
+            let c = sampleContent(n)
+            let directory = try writeAndOpen(c, in: folder, name: "n\(n).lkd")
+            XCTAssertEqual(directory.header.formatVersion, DirectoryFormat.nodesVersion)
+            XCTAssertEqual(directory.count, n)
+            XCTAssertNoThrow(try directory.verify(), "n=\(n)")
+            for (key, value) in zip(c.exactKeys, c.exactValues) {
+                let entry = try directory.lookup(PhoneNumber(value: key)!)
+                XCTAssertEqual(entry?.match, .exact(PhoneNumber(value: key)!), "n=\(n) key=\(key)")
+                XCTAssertEqual(entry?.blocked, value & 1 == 1, "n=\(n) key=\(key)")
+                XCTAssertEqual(entry?.label, value >> 1 == 0 ? nil : (value >> 1) - 1, "n=\(n) key=\(key)")
+            }
+            var absent: [UInt64] = [1, 8613799999999, 8613800000000 + UInt64(n) * 7, 999_999_999_999_999]
+            for i in 0..<n { absent += [8613800000000 + UInt64(i) * 7 + 1, 8613800000000 + UInt64(i) * 7 + 6] }
+            for key in absent {
+                XCTAssertNil(try directory.lookup(PhoneNumber(value: key)!), "n=\(n) absent key=\(key)")
+            }
+            XCTAssertEqual(entries(of: directory).map(\.match), c.exactKeys.map { .exact(PhoneNumber(value: $0)!) }, "n=\(n)")
+
+            let bytes = readBytes(folder.file("n\(n).lkd"))
+            let keysOffset = Int(directory.header.keysOffset), valuesOffset = Int(directory.header.valuesOffset)
+            let nodes = (n + 7) / 8
+            XCTAssertEqual(valuesOffset - keysOffset, 64 * nodes, "n=\(n)")
+            func slot(_ k: Int) -> (UInt64, UInt32) {
+                bytes.withUnsafeBytes { (UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: keysOffset + 8 * k, as: UInt64.self)),
+                                         UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: valuesOffset + 4 * k, as: UInt32.self))) }
+            }
+            var inOrder: [(UInt64, UInt32)] = []
+            func walk(_ node: Int) {
+                guard node < nodes else { return }
+                for i in 0..<8 {
+                    walk(9 * node + i + 1)
+                    inOrder.append(slot(8 * node + i))
+                }
+                walk(9 * node + 9)
+            }
+            walk(0)
+            XCTAssertEqual(inOrder.map(\.0), c.exactKeys + Array(repeating: UInt64.max, count: 8 * nodes - n), "n=\(n)")
+            XCTAssertEqual(inOrder.map(\.1), c.exactValues + Array(repeating: 0, count: 8 * nodes - n), "n=\(n)")
+        }
+    }
+
+    /// The batched search and the single one agree on files of every awkward size, the
+    /// lanes ending a level apart on a partial last level.
+    func testBatchedNodeSearchAtAwkwardSizes() throws {
+        for n in [1, 9, 80, 81, 730, 6000] {
+            let c = sampleContent(n)
+            let directory = try writeAndOpen(c, in: folder, name: "b\(n).lkd")
+            var probes: [PhoneNumber] = []
+            for i in 0...n { probes += [PhoneNumber(value: 8613800000000 + UInt64(i) * 7)!, PhoneNumber(value: 8613800000000 + UInt64(i) * 7 + 3)!] }
+            var results = [Result<DirectoryEntry?, DirectoryError>](repeating: .success(nil), count: probes.count)
+            for pass in 0..<2 {
+                probes.withUnsafeBufferPointer { p in results.withUnsafeMutableBufferPointer { directory.lookupBatch(p, into: $0) } }
+                for (p, r) in zip(probes, results) {
+                    XCTAssertEqual(try r.get(), try directory.lookup(p), "n=\(n) \(p) pass \(pass)")
+                }
+                // Second pass: every block verified, the trusted path.
+                try directory.verify()
+            }
         }
     }
 
@@ -126,7 +196,8 @@ final class FormatTests: XCTestCase {
         try DirectoryWriter.write(c, to: path)
         let directory = try DirectoryFile(path: path)
         let h = directory.header
-        XCTAssertEqual(h.formatVersion, 2)
+        XCTAssertEqual(h.formatVersion, 4)
+        XCTAssertEqual(h.flags, 2, "version 4: the numbers in nodes of eight")
         XCTAssertEqual(h.directoryVersion, 7)
         XCTAssertEqual(h.entryCount, 3)
         XCTAssertEqual(h.prefixCount, 1)
@@ -134,13 +205,13 @@ final class FormatTests: XCTestCase {
         XCTAssertEqual(h.blockedCount, 3)
         XCTAssertEqual(h.identifiedCount, 3)
         XCTAssertEqual(h.keysOffset, 256)
-        XCTAssertEqual(h.valuesOffset, 256 + 4 * 8)
-        XCTAssertEqual(h.prefixesOffset, UInt64(DirectoryLayout.align8(256 + 32 + 4 * 4)))
+        // Three numbers fill one node of eight slots: 8 keys, then 8 values.
+        XCTAssertEqual(h.valuesOffset, 256 + 8 * 8)
+        XCTAssertEqual(h.prefixesOffset, UInt64(DirectoryLayout.align8(256 + 64 + 8 * 4)))
         XCTAssertEqual(h.labelIndexOffset, h.prefixesOffset + 16)
         XCTAssertEqual(h.labelDataOffset, h.labelIndexOffset + 4 * 4)
         XCTAssertEqual(h.labelDataSize, UInt64("BankFraudRange".utf8.count))
         XCTAssertEqual(h.contentEnd, UInt64(DirectoryLayout.align8(Int(h.labelDataOffset + h.labelDataSize))))
-        XCTAssertEqual(h.flags, 1)
         // One 4 KiB block holds the whole content: one checksum, one root entry.
         XCTAssertEqual(h.blockShift, 12)
         XCTAssertEqual(h.blockCount, 1)
@@ -256,9 +327,9 @@ final class FormatTests: XCTestCase {
     func testEmptyDirectory() throws {
         let directory = try writeAndOpen(DirectoryContent(), in: folder)
         XCTAssertEqual(directory.count, 0)
-        // Header, key and value slot 0 (padded to 8), label index word 0
-        // (padded), one block checksum and one root entry.
-        XCTAssertEqual(directory.header.fileSize, 296)
+        // Header, no node, label index word 0 (padded to 8), one block
+        // checksum and one root entry.
+        XCTAssertEqual(directory.header.fileSize, 280)
         XCTAssertNil(try directory.lookup(number("+8613800138000")))
         XCTAssertEqual(entries(of: directory), [])
         XCTAssertNoThrow(try directory.verify())

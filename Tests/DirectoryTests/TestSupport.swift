@@ -58,9 +58,10 @@ struct TestError: Error, CustomStringConvertible {
 }
 
 /// Writes `content` to `name` in `folder` and opens it.
-func writeAndOpen(_ content: DirectoryContent, in folder: TemporaryFolder, name: String = "test.lkd") throws -> DirectoryFile {
+func writeAndOpen(_ content: DirectoryContent, in folder: TemporaryFolder, name: String = "test.lkd",
+                  formatVersion: UInt32 = DirectoryFormat.version) throws -> DirectoryFile {
     let path = folder.file(name)
-    try DirectoryWriter.write(content, to: path)
+    try DirectoryWriter.write(content, to: path, formatVersion: formatVersion)
     return try DirectoryFile(path: path)
 }
 

@@ -37,7 +37,7 @@ final class AllowEntryTests: XCTestCase {
         +8613700000001,allow,
         +8613600000001,identify,Carrier Label
         """, named: "carrier.lkd", in: folder)
-        XCTAssertEqual(customer.header.formatVersion, DirectoryFormat.allowVersion, "a file with allow entries is version 3")
+        XCTAssertEqual(customer.header.formatVersion, DirectoryFormat.nodesVersion, "version 4 holds allow entries")
         return ScreeningSet(normalizer: NumberNormalizer(), contacts: [],
                             directories: [ScreeningDirectory(name: "customer", file: customer), ScreeningDirectory(name: "carrier", file: carrier)])
     }
@@ -110,14 +110,25 @@ final class AllowEntryTests: XCTestCase {
                                                  state: JournalFollower.read(path: JournalFormat.path(forDirectory: customer))!.state)
         XCTAssertEqual(stored?.allowed, true)
         _ = try DirectoryUpdates.compact(directory: customer)
-        XCTAssertEqual(try DirectoryFile(path: customer).header.formatVersion, DirectoryFormat.allowVersion)
+        XCTAssertEqual(try DirectoryFile(path: customer).header.formatVersion, DirectoryFormat.nodesVersion)
         XCTAssertEqual(summary(try set(), "+8613800000007"), "identified | Plumber | customer | +8613800000007 | allowed")
         _ = carrier
     }
 
     func testAFileWithoutAllowEntriesStaysVersion2AndAnAllowNeedsNoLabel() throws {
-        let plain = try compileDirectory("number,action,label\n+8613800000001,block,\n", named: "plain.lkd", in: folder)
-        XCTAssertEqual(plain.header.formatVersion, 2, "older lookupd still read files without allow entries")
+        // Written in binary order (for a fleet whose lookupd reads only 1 to 3), a file is
+        // version 2 without allow entries and 3 with them.
+        var c = DirectoryContent()
+        c.exactKeys = [8613800000001]
+        c.exactValues = [DirectoryFormat.encodeValue(blocked: true, label: nil)]
+        try DirectoryWriter.write(c, to: folder.file("plain.lkd"), formatVersion: 2)
+        XCTAssertEqual(try DirectoryFile(path: folder.file("plain.lkd")).header.formatVersion, 2, "older lookupd still read files without allow entries")
+        c.exactValues = [DirectoryFormat.encodeValue(blocked: false, label: nil, allowed: true)]
+        try DirectoryWriter.write(c, to: folder.file("allow2.lkd"), formatVersion: 2)
+        let allow2 = try DirectoryFile(path: folder.file("allow2.lkd"))
+        XCTAssertEqual(allow2.header.formatVersion, DirectoryFormat.allowVersion)
+        XCTAssertEqual(try allow2.lookup(number("+8613800000001"))?.allowed, true)
+        XCTAssertNoThrow(try allow2.verify())
         let bare = try compileDirectory("number,action\n+8613800000001,allow\n", named: "bare.lkd", in: folder)
         XCTAssertEqual(try bare.lookup(number("+8613800000001"))?.allowed, true)
         XCTAssertNoThrow(try bare.verify())

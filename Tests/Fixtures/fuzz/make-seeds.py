@@ -209,11 +209,13 @@ def directory(lookupd):
             open(path, "w").write(text)
             sources[name] = path
         for name, source in sources.items():
-            out = os.path.join(work, name + ".lkd")
-            subprocess.run([lookupd, "compile", "--config", plan, "-q", source, "-o", out], check=True)
-            data = open(out, "rb").read()
-            put("directory", f"{name}-asis", bytes([0]) + data)
-            put("directory", f"{name}-fixup", bytes([1]) + data)
+            # Format 4 (nodes of eight) as lookupd writes it, and format 2 (binary order).
+            for suffix, extra in [("", []), ("-v2", ["--file-format", "2"])]:
+                out = os.path.join(work, name + suffix + ".lkd")
+                subprocess.run([lookupd, "compile", "--config", plan, "-q"] + extra + [source, "-o", out], check=True)
+                data = open(out, "rb").read()
+                put("directory", f"{name}{suffix}-asis", bytes([0]) + data)
+                put("directory", f"{name}{suffix}-fixup", bytes([1]) + data)
         put("directory", "short", bytes([0]) + b"\x89LKD\r\n\x1a\n")
     finally:
         shutil.rmtree(work)
