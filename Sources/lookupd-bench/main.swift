@@ -9,7 +9,7 @@ import Glibc
 
 let usage = """
 Usage: lookupd-bench directory [--sizes N,N,...] [--rounds R] [--dir PATH]
-       lookupd-bench lookups [--sizes N,N,...] [--rounds R] [--dir PATH] [--json]
+       lookupd-bench lookups [--sizes N,N,...] [--rounds R] [--dir PATH] [--file-format 4|2] [--json]
        lookupd-bench compile [--entries N] [--dir PATH]
        lookupd-bench blocks [--entries N] [--shifts S,S,...] [--probes P] [--dir PATH] [--keep SHIFT]
        lookupd-bench generate [--entries N] [--range FIRST-LAST] [--exclude FILE]
@@ -34,6 +34,8 @@ lookups    for each size: write a directory of N entries (with --dir, reuse
              batched_ns   the same numbers through `lookupBatch`, 32 at a time
              prefetch_single_ns  `prefetchBatch` of 32, then `lookup` of each:
                           what a caller whose decisions look up one by one gets
+           --file-format 2 writes (or takes from DIR) files in binary order, the
+           format before 4, for the comparison (default 4, nodes of eight).
            --json prints one object per size with those fields, entries, the
            load average before and after, and file_pmd_kb / shmem_pmd_kb: how
            much of the two mappings of the file the kernel mapped with huge
@@ -74,6 +76,7 @@ struct Options {
     var exclude: String? = nil
     var dirGiven = false
     var json = false
+    var fileFormat: UInt32 = DirectoryFormat.version
 }
 
 func parseCount(_ text: Substring) -> Int? {
@@ -287,11 +290,13 @@ func lookupsBenchmark(_ options: Options) {
     for n in options.sizes {
         let path = "\(options.dir)/batch-\(n).lkd"
         var file: DirectoryFile? = nil
-        if options.dirGiven, let existing = try? DirectoryFile(path: path), existing.count == n, (try? existing.verify()) != nil {
+        if options.dirGiven, let existing = try? DirectoryFile(path: path), existing.count == n,
+           (existing.header.formatVersion >= DirectoryFormat.nodesVersion) == (options.fileFormat >= DirectoryFormat.nodesVersion),
+           (try? existing.verify()) != nil {
             file = existing
         }
         if file == nil {
-            do { try DirectoryWriter.write(benchContent(n), to: path) } catch { say("write failed: \(error)"); exit(1) }
+            do { try DirectoryWriter.write(benchContent(n), to: path, formatVersion: options.fileFormat) } catch { say("write failed: \(error)"); exit(1) }
             file = try! DirectoryFile(path: path)
             // Every block checked once, as the daemon does before serving: lookups check nothing.
             try! file!.verify()
@@ -381,7 +386,7 @@ func lookupsBenchmark(_ options: Options) {
             say("{\"entries\":\(n),\"floor_ns\":\(fmt(floor.ns)),\"single_ns\":\(fmt(single.ns)),\"batched_ns\":\(fmt(batched.ns)),"
                 + "\"prefetch_single_ns\":\(fmt(prefetched.ns)),\"floor_thp_ns\":\(fmt(floorHuge.ns)),\"thp_kb\":\(thpKB),\"file_pmd_kb\":\(filePmdKB),\"shmem_pmd_kb\":\(shmemPmdKB),"
                 + "\"floor_wall_ns\":\(fmt(floor.wallNs)),\"single_wall_ns\":\(fmt(single.wallNs)),\"batched_wall_ns\":\(fmt(batched.wallNs)),"
-                + "\"load_before\":\"\(loadBefore)\",\"load_after\":\"\(load)\",\"clock\":\"thread cpu\",\"rounds\":\(options.rounds),\"lookups_per_round\":\(perRound)}")
+                + "\"format\":\(directory.header.formatVersion),\"load_before\":\"\(loadBefore)\",\"load_after\":\"\(load)\",\"clock\":\"thread cpu\",\"rounds\":\(options.rounds),\"lookups_per_round\":\(perRound)}")
         } else {
             say("| \(n) | \(load) | \(fmt(floor.ns)) | \(fmt(floorHuge.ns)) | \(fmt(single.ns)) | \(fmt(batched.ns)) | \(fmt(prefetched.ns)) | \(fixed(single.ns / floor.ns, 2)) | \(fmt(floor.wallNs)) / \(fmt(single.wallNs)) / \(fmt(batched.wallNs)) |")
         }
@@ -639,6 +644,7 @@ while i < args.count {
     case "--entries": options.entries = parseCount(Substring(value)) ?? options.entries; i += 1
     case "--dir": options.dir = value; options.dirGiven = true; i += 1
     case "--json": options.json = true
+    case "--file-format": options.fileFormat = UInt32(value) ?? options.fileFormat; i += 1
     case "--shifts": options.shifts = value.split(separator: ",").compactMap { UInt32($0) }; i += 1
     case "--probes": options.probes = Int(value) ?? options.probes; i += 1
     case "--keep": options.keep = UInt32(value); i += 1
