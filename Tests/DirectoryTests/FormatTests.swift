@@ -121,8 +121,11 @@ final class FormatTests: XCTestCase {
         for n in [1, 9, 80, 81, 730, 6000] {
             let c = sampleContent(n)
             let directory = try writeAndOpen(c, in: folder, name: "b\(n).lkd")
-            var probes: [PhoneNumber] = []
-            for i in 0...n { probes += [PhoneNumber(value: 8613800000000 + UInt64(i) * 7)!, PhoneNumber(value: 8613800000000 + UInt64(i) * 7 + 3)!] }
+            var ascending: [PhoneNumber] = []
+            for i in 0...n { ascending += [PhoneNumber(value: 8613800000000 + UInt64(i) * 7)!, PhoneNumber(value: 8613800000000 + UInt64(i) * 7 + 3)!] }
+            // Descending too: the lanes that go deepest (the leftmost, smallest numbers on a
+            // partial last level) then come after lanes that are done.
+            let probes = ascending + ascending.reversed()
             var results = [Result<DirectoryEntry?, DirectoryError>](repeating: .success(nil), count: probes.count)
             for pass in 0..<2 {
                 probes.withUnsafeBufferPointer { p in results.withUnsafeMutableBufferPointer { directory.lookupBatch(p, into: $0) } }
