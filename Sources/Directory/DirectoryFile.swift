@@ -607,18 +607,28 @@ public final class DirectoryFile: @unchecked Sendable {
                 guard k <= n else { continue }
                 active = true
                 lookupd_prefetch(keys + 8 &* k)
-                let offset = keysOffset &+ 8 &* k
-                if !isVerified(offset, 8) {
-                    do throws(DirectoryError) { try ensureSlow(offset, 8) } catch {
-                        results[j] = .failure(error)
-                        failed |= 1 << UInt64(j)
-                        continue
-                    }
-                }
+                guard laneMayRead(keysOffset &+ 8 &* k, 8, j, results, &failed) else { continue }
                 ks[j] = 2 &* k &+ (keys[k] < numbers[j].value ? 1 : 0)
             }
         }
         return failed
+    }
+
+    /// In a batch over a file not yet fully verified: whether lane `j` may read these bytes
+    /// (their blocks verified now if need be). When a block fails, the lane stops there: its
+    /// error goes to `results[j]` and its bit into `failed`.
+    @inline(__always)
+    private func laneMayRead(_ offset: Int, _ count: Int, _ j: Int,
+                             _ results: UnsafeMutablePointer<Result<DirectoryEntry?, DirectoryError>>, _ failed: inout UInt64) -> Bool {
+        if isVerified(offset, count) { return true }
+        do throws(DirectoryError) {
+            try ensureSlow(offset, count)
+            return true
+        } catch {
+            results[j] = .failure(error)
+            failed |= 1 << UInt64(j)
+            return false
+        }
     }
 
     /// The searches of a batch in nodes of eight, every lane one node down per round. A lane
@@ -651,14 +661,7 @@ public final class DirectoryFile: @unchecked Sendable {
                     let node = ks[j]
                     guard node < nodes, failed & (1 << UInt64(j)) == 0 else { continue }
                     active = true
-                    let offset = keysOffset &+ 64 &* node
-                    if !isVerified(offset, 64) {
-                        do throws(DirectoryError) { try ensureSlow(offset, 64) } catch {
-                            results[j] = .failure(error)
-                            failed |= 1 << UInt64(j)
-                            continue
-                        }
-                    }
+                    guard laneMayRead(keysOffset &+ 64 &* node, 64, j, results, &failed) else { continue }
                     let i = KeyNodes.rank(keys + 8 &* node, numbers[j].value)
                     if i < 8 { cs[j] = 8 &* node &+ i }
                     let child = 9 &* node &+ i &+ 1

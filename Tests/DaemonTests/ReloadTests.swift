@@ -133,21 +133,10 @@ final class ReloadTests: DaemonTestCase {
     /// (FileReplacementTests+InPlace).
     func testReloadCommandUnderTrafficAndFailedReloadsKeepTheOldSet() throws {
         let daemon = try startDaemon(["log-level = notice", "directory-copy = yes"])
-        let port = daemon.port
-        try compile(Self.directoryV2, to: "main-v2.lkd")
-        let traffic = CallTraffic(callers: Self.expectations.map(\.caller), port: port)
+        let traffic = CallTraffic(callers: Self.expectations.map(\.caller), port: daemon.port)
         defer { traffic.stop() }
-        usleep(800_000)
-        XCTAssertEqual(rename(path("main-v2.lkd"), path("main.lkd")), 0)
-        let reloadStarted = monotonicSeconds()
-        let reload = try lookupd(["reload", "--config", daemon.configPath])
-        let reloadDone = monotonicSeconds()
-        usleep(800_000)
-        traffic.stop()
-
-        XCTAssertEqual(reload.status, 0, reload.summary)
+        let reload = try installVersion2AndReload(daemon, under: traffic)
         XCTAssertTrue(reload.stdout.hasPrefix("reloaded (control socket) generation 2"), reload.stdout)
-        traffic.assertSwitchedOnce(from: \.v1, to: \.v2, of: Self.expectations, started: reloadStarted, done: reloadDone, by: "`lookupd reload`")
         let workers = try stats(daemon).family("lookupd_worker_requests_total")
         XCTAssertEqual(workers.count, 2)
         XCTAssertTrue(workers.values.allSatisfy { $0 > 100 }, "both workers should have served the load: \(workers)")
@@ -160,22 +149,31 @@ final class ReloadTests: DaemonTestCase {
     /// reload` returned, is answered from the new set.
     func testReloadUnderPipelinedTCPTraffic() throws {
         let daemon = try startDaemon(["log-level = notice"])
-        try compile(Self.directoryV2, to: "main-v2.lkd")
         let traffic = CallTraffic(callers: Self.expectations.map(\.caller), port: daemon.port, senders: 4, pipelined: 256)
         defer { traffic.stop() }
+        _ = try installVersion2AndReload(daemon, under: traffic, by: "`lookupd reload` (TCP, pipelined)")
+        let stats = try stats(daemon)
+        XCTAssertGreaterThan(stats[#"lookupd_requests_total{method="INVITE",transport="tcp"}"#] ?? 0, 200, stats.text)
+    }
+
+    /// With `traffic` running for 0.8 s: version 2 compiled and renamed over the configured
+    /// file, `lookupd reload`, 0.8 s more; then the traffic stopped and checked to have
+    /// switched once, no call placed after the reload returned answered from version 1.
+    private func installVersion2AndReload(_ daemon: LookupdDaemon, under traffic: CallTraffic,
+                                          by what: String = "`lookupd reload`",
+                                          file: StaticString = #filePath, line: UInt = #line) throws -> RunResult {
+        try compile(Self.directoryV2, to: "main-v2.lkd")
         usleep(800_000)
-        XCTAssertEqual(rename(path("main-v2.lkd"), path("main.lkd")), 0)
+        XCTAssertEqual(rename(path("main-v2.lkd"), path("main.lkd")), 0, file: file, line: line)
         let reloadStarted = monotonicSeconds()
         let reload = try lookupd(["reload", "--config", daemon.configPath])
         let reloadDone = monotonicSeconds()
         usleep(800_000)
         traffic.stop()
-
-        XCTAssertEqual(reload.status, 0, reload.summary)
+        XCTAssertEqual(reload.status, 0, reload.summary, file: file, line: line)
         traffic.assertSwitchedOnce(from: \.v1, to: \.v2, of: Self.expectations, started: reloadStarted, done: reloadDone,
-                                   by: "`lookupd reload` (TCP, pipelined)")
-        let stats = try stats(daemon)
-        XCTAssertGreaterThan(stats[#"lookupd_requests_total{method="INVITE",transport="tcp"}"#] ?? 0, 200, stats.text)
+                                   by: what, file: file, line: line)
+        return reload
     }
 
     /// Continues from generation `generation` serving version 2.

@@ -25,31 +25,34 @@ final class FormatTests: XCTestCase {
         return c
     }
 
+    /// `sampleContent(n)` written in either order: the count, a clean verify, every number
+    /// found with its own data, the numbers between, before and after not, and the
+    /// iteration ascending and complete.
+    private func assertAnswersEverything(_ c: DirectoryContent, _ directory: DirectoryFile, _ n: Int,
+                                         file: StaticString = #filePath, line: UInt = #line) throws {
+        XCTAssertEqual(directory.count, n, file: file, line: line)
+        XCTAssertNoThrow(try directory.verify(), "n=\(n)", file: file, line: line)
+        for (key, value) in zip(c.exactKeys, c.exactValues) {
+            let entry = try directory.lookup(PhoneNumber(value: key)!)
+            XCTAssertEqual(entry?.match, .exact(PhoneNumber(value: key)!), "n=\(n) key=\(key)", file: file, line: line)
+            XCTAssertEqual(entry?.blocked, value & 1 == 1, "n=\(n) key=\(key)", file: file, line: line)
+            XCTAssertEqual(entry?.label, value >> 1 == 0 ? nil : (value >> 1) - 1, "n=\(n) key=\(key)", file: file, line: line)
+        }
+        var absent: [UInt64] = [1, 8613799999999, 8613800000000 + UInt64(n) * 7, 999_999_999_999_999]
+        for i in 0..<n { absent += [8613800000000 + UInt64(i) * 7 + 1, 8613800000000 + UInt64(i) * 7 + 6] }
+        for key in absent {
+            XCTAssertNil(try directory.lookup(PhoneNumber(value: key)!), "n=\(n) absent key=\(key)", file: file, line: line)
+        }
+        XCTAssertEqual(entries(of: directory).map(\.match), c.exactKeys.map { .exact(PhoneNumber(value: $0)!) }, "n=\(n)", file: file, line: line)
+    }
+
     /// Version 2 (binary order), still written for fleets whose lookupd reads only 1 to 3.
     func testEytzingerLayoutAtAwkwardSizes() throws {
         for n in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 1000] {
             let c = sampleContent(n)
             let directory = try writeAndOpen(c, in: folder, name: "n\(n).lkd", formatVersion: 2)
             XCTAssertEqual(directory.header.formatVersion, 2)
-            XCTAssertEqual(directory.count, n)
-            XCTAssertNoThrow(try directory.verify(), "n=\(n)")
-
-            // Every key is found with its own data.
-            for (key, value) in zip(c.exactKeys, c.exactValues) {
-                let entry = try directory.lookup(PhoneNumber(value: key)!)
-                XCTAssertEqual(entry?.match, .exact(PhoneNumber(value: key)!), "n=\(n) key=\(key)")
-                XCTAssertEqual(entry?.blocked, value & 1 == 1, "n=\(n) key=\(key)")
-                XCTAssertEqual(entry?.label, value >> 1 == 0 ? nil : (value >> 1) - 1, "n=\(n) key=\(key)")
-            }
-            // Numbers between, before and after the keys are not.
-            var absent: [UInt64] = [1, 8613799999999, 8613800000000 + UInt64(n) * 7, 999_999_999_999_999]
-            for i in 0..<n { absent += [8613800000000 + UInt64(i) * 7 + 1, 8613800000000 + UInt64(i) * 7 + 6] }
-            for key in absent {
-                XCTAssertNil(try directory.lookup(PhoneNumber(value: key)!), "n=\(n) absent key=\(key)")
-            }
-            // Iteration is ascending and complete.
-            let iterated = entries(of: directory)
-            XCTAssertEqual(iterated.map(\.match), c.exactKeys.map { .exact(PhoneNumber(value: $0)!) }, "n=\(n)")
+            try assertAnswersEverything(c, directory, n)
 
             // The keys section really is breadth-first: slot 0 unused, and an
             // in-order walk of slots 1...n visits the keys ascending.
@@ -77,20 +80,7 @@ final class FormatTests: XCTestCase {
             let c = sampleContent(n)
             let directory = try writeAndOpen(c, in: folder, name: "n\(n).lkd")
             XCTAssertEqual(directory.header.formatVersion, DirectoryFormat.nodesVersion)
-            XCTAssertEqual(directory.count, n)
-            XCTAssertNoThrow(try directory.verify(), "n=\(n)")
-            for (key, value) in zip(c.exactKeys, c.exactValues) {
-                let entry = try directory.lookup(PhoneNumber(value: key)!)
-                XCTAssertEqual(entry?.match, .exact(PhoneNumber(value: key)!), "n=\(n) key=\(key)")
-                XCTAssertEqual(entry?.blocked, value & 1 == 1, "n=\(n) key=\(key)")
-                XCTAssertEqual(entry?.label, value >> 1 == 0 ? nil : (value >> 1) - 1, "n=\(n) key=\(key)")
-            }
-            var absent: [UInt64] = [1, 8613799999999, 8613800000000 + UInt64(n) * 7, 999_999_999_999_999]
-            for i in 0..<n { absent += [8613800000000 + UInt64(i) * 7 + 1, 8613800000000 + UInt64(i) * 7 + 6] }
-            for key in absent {
-                XCTAssertNil(try directory.lookup(PhoneNumber(value: key)!), "n=\(n) absent key=\(key)")
-            }
-            XCTAssertEqual(entries(of: directory).map(\.match), c.exactKeys.map { .exact(PhoneNumber(value: $0)!) }, "n=\(n)")
+            try assertAnswersEverything(c, directory, n)
 
             let bytes = readBytes(folder.file("n\(n).lkd"))
             let keysOffset = Int(directory.header.keysOffset), valuesOffset = Int(directory.header.valuesOffset)
