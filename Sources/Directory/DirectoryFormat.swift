@@ -26,6 +26,14 @@ public enum DirectoryFormat {
     public static let allowVersion: UInt32 = 3
     /// The first version whose numbers are in nodes of eight (it may hold allow entries).
     public static let nodesVersion: UInt32 = 4
+
+    /// The version to write when a file of `version` is rewritten (compaction, a feed's
+    /// update): the same key order, because a fleet whose lookupd reads only binary order
+    /// compiled the file so (`--file-format 2`), and a rewrite must not take it away from it.
+    /// The writer raises 2 to 3 itself when the file holds allow entries.
+    public static func rewriteVersion(keeping version: UInt32) -> UInt32 {
+        version >= nodesVersion ? nodesVersion : 2
+    }
     public static let headerSize = 256
     /// Bytes of the header covered by the header checksum (all but the checksum itself).
     static let headerChecksummed = 248

@@ -331,9 +331,7 @@ public enum DirectoryUpdates {
             summary.exactEntries = content.exactKeys.count
             summary.prefixRules = content.prefixKeys.count
             phase?(.merged)
-            // The key order of the file compacted: a fleet that reads only binary order
-            // compiled it so, and compaction must not take the file away from it.
-            let format = base.header.formatVersion >= DirectoryFormat.nodesVersion ? DirectoryFormat.nodesVersion : 2
+            let format = DirectoryFormat.rewriteVersion(keeping: base.header.formatVersion)
             do { try DirectoryWriter.write(content, to: path, formatVersion: format) } catch { throw .directory(error) }
             summary.rewroteDirectory = true
             phase?(.directoryWritten)

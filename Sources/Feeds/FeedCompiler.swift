@@ -26,17 +26,19 @@ struct FeedCompiler {
     }
 
     /// Compiles the lists of several feeds, in priority order, into the
-    /// directory file `path` (bounded memory: runs are sorted beside it).
-    func build(_ sources: [SourceFile], version: UInt64, to path: String) throws(FeedError) -> DirectoryCompiler.Written {
-        let compiler = makeCompiler(version: version, temporaryFolder: FileOperations.folder(of: path))
+    /// directory file `path` (bounded memory: runs are sorted beside it), in
+    /// directory format `fileFormat`.
+    func build(_ sources: [SourceFile], version: UInt64, fileFormat: UInt32, to path: String) throws(FeedError) -> DirectoryCompiler.Written {
+        let compiler = makeCompiler(version: version, temporaryFolder: FileOperations.folder(of: path), fileFormat: fileFormat)
         try add(sources, to: compiler)
         let outcome: Result<DirectoryCompiler.Written, CompileFailure>
         do { outcome = try compiler.write(to: path) } catch { throw FeedError("cannot write \(path): \(error)") }
         return try result(outcome)
     }
 
-    private func makeCompiler(version: UInt64, temporaryFolder: String) -> DirectoryCompiler {
+    private func makeCompiler(version: UInt64, temporaryFolder: String, fileFormat: UInt32 = DirectoryFormat.version) -> DirectoryCompiler {
         var options = DirectoryCompiler.Options()
+        options.fileFormat = fileFormat
         options.plan = plan
         options.onDuplicate = .first
         options.directoryVersion = version

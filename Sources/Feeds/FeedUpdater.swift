@@ -212,8 +212,12 @@ public final class FeedUpdater {
         } else {
             version = UInt64(FeedClock.stamp(now))!
         }
+        // The installed file's key order is kept, as compaction keeps it: a fleet that
+        // compiled it with --file-format 2 for older readers must not lose that at an update.
+        let fileFormat = (try? DirectoryFile(path: target)).map { DirectoryFormat.rewriteVersion(keeping: $0.header.formatVersion) }
+            ?? DirectoryFormat.version
         let installed = try DirectoryInstaller.install(at: target) { (staged) throws(FeedError) in
-            let written = try compiler.build(sources, version: version, to: staged)
+            let written = try compiler.build(sources, version: version, fileFormat: fileFormat, to: staged)
             if let warning = written.backslashWarning { log(.warning, "\(target): \(warning)") }
             return (written.exactEntries, written.prefixRules)
         }

@@ -108,6 +108,34 @@ final class FeedUpdateTests: FeedTestCase {
         XCTAssertEqual(try entries(target).count, 3)
     }
 
+    /// A new target is written in the default format; a file the operator compiled with
+    /// `--file-format 2` (a fleet with older readers) stays in binary order at every update,
+    /// as compaction keeps it: an update must not take the file away from those readers.
+    func testAnUpdateKeepsTheKeyOrderOfTheInstalledFile() throws {
+        server.publish("spam.csv", Self.listV1)
+        let target = path("spam.lkd")
+        let config = try config(["spamco \(server.url("f/spam.csv")) into=\(target)"])
+        XCTAssertTrue(try update(config).succeeded, "\(errors)")
+        XCTAssertEqual(try header(target).formatVersion, DirectoryFormat.version)
+
+        var older = DirectoryContent()
+        older.exactKeys = [8613800000001]
+        older.exactValues = [DirectoryFormat.encodeValue(blocked: true, label: nil)]
+        try DirectoryWriter.write(older, to: target, formatVersion: 2)
+        server.publish("spam.csv", Self.listV2)
+        XCTAssertTrue(try update(config).succeeded, "\(errors)")
+        XCTAssertEqual(try header(target).formatVersion, 2, "the installed file was binary order")
+        XCTAssertEqual(try entries(target).count, 4)
+        let lines = try entries(target)
+        XCTAssertTrue(lines.contains("+8613000000001 block New Spam"), "\(lines)")
+
+        // An allow entry makes it version 3, still binary order.
+        server.publish("spam.csv", Self.listV2 + "+8613000000002,allow,Hospital\n")
+        XCTAssertTrue(try update(config).succeeded, "\(errors)")
+        XCTAssertEqual(try header(target).formatVersion, DirectoryFormat.allowVersion)
+        XCTAssertEqual(try entries(target).count, 5)
+    }
+
     func testRedirectIsFollowed() throws {
         server.publish("spam.csv", Self.listV1)
         let config = try config(["spamco \(server.url("redirect/spam.csv")) format=csv into=\(path("spam.lkd"))"])
