@@ -367,8 +367,7 @@ func readPlainNameAddress(_ value: SIPText, into result: inout SIPNameAddress, a
             result.displayName = display
         } else {
             // addr-spec: the URI ends at the first ';'.
-            var end = 0
-            while end < s.count, s.byte(end) != ASCII.semicolon { end += 1 }
+            let end = firstOf(ASCII.semicolon, ASCII.semicolon, in: s.p, from: 0, to: s.count)
             guard end >= 6,
                   readPlainSIPURI(SIPText(baseAddress: s.p, count: end), allowSemicolonInUser: false, into: &result.uri, arena: &arena)
             else { return false }
@@ -382,9 +381,9 @@ func readPlainNameAddress(_ value: SIPText, into result: inout SIPNameAddress, a
             return true
         }
     }
-    // name-addr: the URI ends at the first '>'.
+    // name-addr: the URI ends at the first '>' (searched eight bytes at a time).
     let uriStart = s.i
-    while !s.atEnd, s.current != ASCII.greaterThan { s.i += 1 }
+    s.i = firstOf(ASCII.greaterThan, ASCII.greaterThan, in: s.p, from: s.i, to: s.count)
     guard !s.atEnd, s.i - uriStart >= 6,
           readPlainSIPURI(SIPText(baseAddress: s.p + uriStart, count: s.i - uriStart), into: &result.uri, arena: &arena)
     else { return false }
