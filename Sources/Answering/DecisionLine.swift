@@ -252,7 +252,9 @@ struct WallClockText {
             text = Array(UTCTime(seconds: now.seconds).text.utf8)
         }
         let ms = Int(now.nanoseconds / 1_000_000)
-        bytes.append(contentsOf: Array(json ? ",\"time\":\"".utf8 : " time=".utf8))
+        // A StaticString's bytes: Array(String.utf8) allocated an array per line.
+        let key: StaticString = json ? ",\"time\":\"" : " time="
+        bytes.append(contentsOf: UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
         bytes.append(contentsOf: text)
         bytes.append(UInt8(ascii: "."))
         bytes.append(UInt8(ascii: "0") + UInt8(ms / 100))
