@@ -25,6 +25,9 @@ public struct SIPParameters: Sequence {
         let text: SIPText
         var position = 0
 
+        // Inlined into each loop over the parameters (the top Via's rewriting, the caller's
+        // identity): a call per parameter returned its optional pair of texts through memory.
+        @inline(__always)
         public mutating func next() -> Parameter? {
             // Items are separated by ';'; quoted values may contain ';' (as `nextSeparator`).
             // Written out on the raw bytes: this runs for every tag, branch and rport lookup.
@@ -39,8 +42,7 @@ public struct SIPParameters: Sequence {
                 while lo < hi, isLWS(at(lo)) { lo += 1 }
                 while hi > lo, isLWS(at(hi - 1)) { hi -= 1 }
                 if lo == hi { continue }
-                var eq = lo
-                while eq < hi, at(eq) != ASCII.equals { eq += 1 }
+                let eq = firstOf(ASCII.equals, ASCII.equals, in: p, from: lo, to: hi)
                 if eq == hi { return Parameter(name: SIPText(baseAddress: p + lo, count: hi - lo), value: nil) }
                 var nameEnd = eq
                 while nameEnd > lo, isLWS(at(nameEnd - 1)) { nameEnd -= 1 }
