@@ -208,8 +208,23 @@ public struct DecisionLine {
     /// Printable ASCII without `"`, `\`, `=` or a space, or valid UTF-8 without a character
     /// that needs escaping.
     private static func isPlain(_ value: UnsafeRawBufferPointer) -> Bool {
-        guard !value.isEmpty else { return false }
+        guard let p = value.baseAddress, !value.isEmpty else { return false }
         var i = 0
+        // Eight bytes at a time while every one is printable ASCII other than `"`, `\` and
+        // `=`, the common value; from a word that holds anything else, byte by byte below.
+        // With `ones` = 0x01 in every byte: `(x - 0x21·ones) & ~x` sets a byte's high bit when
+        // it is below 0x21, `(x + ones) | x` when it is 0x7F or above, `(y - ones) & ~y` for
+        // `y = x ^ c·ones` when it is `c`; a borrow or carry crosses into the next byte only
+        // from a byte that is flagged itself, so no such word passes.
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        @inline(__always) func zeroByte(_ y: UInt64) -> UInt64 { (y &- ones) & ~y }
+        while i + 8 <= value.count {
+            let x = p.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            let flagged = ((x &- ones &* 0x21) & ~x) | (x &+ ones) | x | zeroByte(x ^ (ones &* 0x22))
+                | zeroByte(x ^ (ones &* 0x5C)) | zeroByte(x ^ (ones &* 0x3D))
+            if flagged & 0x8080_8080_8080_8080 != 0 { break }
+            i += 8
+        }
         while i < value.count {
             let c = value[i]
             if c <= 0x20 || c == 0x22 || c == 0x5C || c == 0x3D || c == 0x7F { return false }
@@ -252,7 +267,9 @@ struct WallClockText {
             text = Array(UTCTime(seconds: now.seconds).text.utf8)
         }
         let ms = Int(now.nanoseconds / 1_000_000)
-        bytes.append(contentsOf: Array(json ? ",\"time\":\"".utf8 : " time=".utf8))
+        // A StaticString's bytes: Array(String.utf8) allocated an array per line.
+        let key: StaticString = json ? ",\"time\":\"" : " time="
+        bytes.append(contentsOf: UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
         bytes.append(contentsOf: text)
         bytes.append(UInt8(ascii: "."))
         bytes.append(UInt8(ascii: "0") + UInt8(ms / 100))

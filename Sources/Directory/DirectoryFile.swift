@@ -248,6 +248,7 @@ public final class DirectoryFile: @unchecked Sendable {
     /// replaced after it. (A file merely marked changed still holds the
     /// bytes the lookup checked unless it was rewritten in place, the
     /// window docs/FORMAT.md describes.)
+    @inlinable
     public func withLabel<R>(_ id: UInt32, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         if let result = try withIntactLabel(id, body) { return result }
         return try body(UnsafeRawBufferPointer(start: nil, count: 0))
@@ -257,25 +258,36 @@ public final class DirectoryFile: @unchecked Sendable {
     /// mapping was replaced by zeros before the copy was taken: the label
     /// the lookup verified is gone, and an answer without it would be one
     /// the file never gave. The caller decides again (the lookup now throws).
+    ///
+    /// Inlined into the caller, where `R` is known: called in other modules as a generic
+    /// function, it instantiated the metadata of `Optional<R>` on every call (some 550
+    /// instructions per blocked request, which reads its label twice).
+    @inlinable
     public func withIntactLabel<R>(_ id: UInt32, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
+        var result: R?
+        try withIntactLabelBytes(id) { result = try body($0) }
+        return result
+    }
+
+    /// `withIntactLabel`'s work, not generic; `body` is not called when the label vanished.
+    @usableFromInline
+    func withIntactLabelBytes(_ id: UInt32, _ body: (UnsafeRawBufferPointer) throws -> Void) rethrows {
         let bytes = labelBytes(id)
         guard guardSlot >= 0 else { return try body(bytes) }
-        guard bytes.count > 0 else { return lookupd_guard_faulted(guardSlot) != 0 ? nil : try body(bytes) }
-        // Most labels fit a fixed buffer on the stack. withUnsafeTemporaryAllocation, in this
-        // generic function (not specialised for callers in other modules), instantiated the
-        // metadata of a Result<R, Error> on every call: some 500 instructions per label.
+        guard bytes.count > 0 else { return lookupd_guard_faulted(guardSlot) != 0 ? () : try body(bytes) }
+        // Most labels fit a fixed buffer on the stack.
         if bytes.count <= 256 {
             var room = InlineArray<256, UInt8>(repeating: 0)
             return try withUnsafeMutableBytes(of: &room) { copy in
                 lookupd_guard_copy(copy.baseAddress!, bytes.baseAddress!, bytes.count)
-                if lookupd_guard_faulted(guardSlot) != 0 { return nil }
-                return try body(UnsafeRawBufferPointer(start: copy.baseAddress, count: bytes.count))
+                if lookupd_guard_faulted(guardSlot) != 0 { return }
+                try body(UnsafeRawBufferPointer(start: copy.baseAddress, count: bytes.count))
             }
         }
         return try withUnsafeTemporaryAllocation(byteCount: bytes.count, alignment: 1) { copy in
             lookupd_guard_copy(copy.baseAddress!, bytes.baseAddress!, bytes.count)
-            if lookupd_guard_faulted(guardSlot) != 0 { return nil }
-            return try body(UnsafeRawBufferPointer(copy))
+            if lookupd_guard_faulted(guardSlot) != 0 { return }
+            try body(UnsafeRawBufferPointer(copy))
         }
     }
 

@@ -214,6 +214,14 @@ public struct NumberNormalizer: Sendable {
     }
 
     func read(_ bytes: UnsafeRawBufferPointer, phoneContext: UnsafeRawBufferPointer?) -> NormalizedNumber {
+        // Most callers are home numbers in E.164 form: the short way gives what the general
+        // reading gives (a '+' first, so no phone-context applies) for a tenth of the work.
+        if let number = canonical?.read(bytes) { return .number(number) }
+        return readGenerally(bytes, phoneContext: phoneContext)
+    }
+
+    /// `read` without the short way.
+    func readGenerally(_ bytes: UnsafeRawBufferPointer, phoneContext: UnsafeRawBufferPointer?) -> NormalizedNumber {
         let text = trimSpaces(bytes)
         if text.isEmpty { return .invalid(.empty) }
         if Self.isWithheld(text) { return .anonymous }
@@ -274,7 +282,7 @@ public struct NumberNormalizer: Sendable {
             case .success(let parsed): return (prefix(parsed).map { .prefix($0) }, false)
             }
         }
-        switch read(trimmed, phoneContext: nil) {
+        switch readGenerally(trimmed, phoneContext: nil) {
         case .number(let number): return (.success(.exact(number)), false)
         case .notInPlan(let number, _): return (.success(.exact(number)), true)
         case .anonymous: return (.failure(.withheld), false)

@@ -25,6 +25,9 @@ public struct SIPParameters: Sequence {
         let text: SIPText
         var position = 0
 
+        // Inlined into each loop over the parameters (the top Via's rewriting, the caller's
+        // identity): a call per parameter returned its optional pair of texts through memory.
+        @inline(__always)
         public mutating func next() -> Parameter? {
             // Items are separated by ';'; quoted values may contain ';' (as `nextSeparator`).
             // Written out on the raw bytes: this runs for every tag, branch and rport lookup.
@@ -39,8 +42,7 @@ public struct SIPParameters: Sequence {
                 while lo < hi, isLWS(at(lo)) { lo += 1 }
                 while hi > lo, isLWS(at(hi - 1)) { hi -= 1 }
                 if lo == hi { continue }
-                var eq = lo
-                while eq < hi, at(eq) != ASCII.equals { eq += 1 }
+                let eq = firstOf(ASCII.equals, ASCII.equals, in: p, from: lo, to: hi)
                 if eq == hi { return Parameter(name: SIPText(baseAddress: p + lo, count: hi - lo), value: nil) }
                 var nameEnd = eq
                 while nameEnd > lo, isLWS(at(nameEnd - 1)) { nameEnd -= 1 }
@@ -120,11 +122,25 @@ public struct SIPNameAddress {
     public var rawDisplayName: SIPText?
     public var uri = SIPURI()
     /// Header parameters after the URI (`;tag=...`).
-    public var parameters = SIPParameters(.empty)
+    public var parameters = SIPParameters(.empty) { didSet { notedTag = .unknown } }
+    var notedTag = NotedParameter.unknown
 
     public init() {}
 
-    public var tag: SIPText? { parameters.value("tag") }
+    public var tag: SIPText? {
+        if case .known(let value) = notedTag { return value }
+        return parameters.value("tag")
+    }
+}
+
+/// A parameter's value, noted by a one-walk reader (`readPlainNameAddress`, `readPlainVia`)
+/// as it checked the parameters: the From tag, To tag and Via branch are asked for by every
+/// response and decision id, and searching the parameters costs about 140 instructions a
+/// parameter. Setting `parameters` any other way makes it `.unknown` again.
+enum NotedParameter {
+    case unknown
+    /// As `SIPParameters.value(_:)` gives it.
+    case known(SIPText?)
 }
 
 /// The top Via header field value, as read by lookupd.
@@ -138,11 +154,15 @@ public struct SIPVia {
     /// The sent-by host; an IPv6 address without brackets.
     public var host: SIPText = .empty
     public var port: Int?
-    public var parameters = SIPParameters(.empty)
+    public var parameters = SIPParameters(.empty) { didSet { notedBranch = .unknown } }
+    var notedBranch = NotedParameter.unknown
 
     public init() {}
 
-    public var branch: SIPText? { parameters.value("branch") }
+    public var branch: SIPText? {
+        if case .known(let value) = notedBranch { return value }
+        return parameters.value("branch")
+    }
     /// RFC 3581: the client asked for symmetric response routing.
     public var hasRport: Bool { parameters.contains("rport") }
     public var received: SIPText? { parameters.value("received") }

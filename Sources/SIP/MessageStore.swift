@@ -238,6 +238,8 @@ final class MessageStore {
     }
 
     /// The name-addr an identity names: From, or one of the identity headers read.
+    /// Inlined, so that a caller using one part of it does not copy the whole value.
+    @inline(__always)
     func identityAddress(_ which: SIPIdentityURI) -> SIPNameAddress? {
         func pick(_ list: [SIPNameAddress], _ i: Int) -> SIPNameAddress? { i >= 0 && i < list.count ? list[i] : nil }
         switch which {

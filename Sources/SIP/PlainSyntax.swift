@@ -118,10 +118,28 @@ private struct Scanner {
 
     /// `*( ';' name [ '=' value ] )` with both from `set`, names and values non-empty.
     @inline(__always) mutating func parameters(_ set: ByteClass) -> Bool {
+        var unused: SIPText?
+        return parameters(set, noting: "", into: &unused)
+    }
+
+    /// `parameters(set)`, with the value of the first parameter called `name` (as
+    /// `SIPParameters.value(name)` finds it in such plain text: no white space, no quotes).
+    @inline(__always) mutating func parameters(_ set: ByteClass, noting name: StaticString, into noted: inout SIPText?) -> Bool {
+        noted = nil
+        var found = name.utf8CodeUnitCount == 0
         while take(ASCII.semicolon) {
+            let nameStart = i
             guard skip(set) > 0 else { return false }
+            let wanted = !found && SIPText(baseAddress: p + nameStart, count: i - nameStart).equalsLiteral(name)
+            var value = SIPText.empty
             if take(ASCII.equals) {
+                let valueStart = i
                 guard skip(set) > 0 else { return false }
+                value = SIPText(baseAddress: p + valueStart, count: i - valueStart)
+            }
+            if wanted {
+                noted = value
+                found = true
             }
         }
         return true
@@ -349,29 +367,32 @@ func readPlainNameAddress(_ value: SIPText, into result: inout SIPNameAddress, a
             result.displayName = display
         } else {
             // addr-spec: the URI ends at the first ';'.
-            var end = 0
-            while end < s.count, s.byte(end) != ASCII.semicolon { end += 1 }
+            let end = firstOf(ASCII.semicolon, ASCII.semicolon, in: s.p, from: 0, to: s.count)
             guard end >= 6,
                   readPlainSIPURI(SIPText(baseAddress: s.p, count: end), allowSemicolonInUser: false, into: &result.uri, arena: &arena)
             else { return false }
             s.i = end
-            guard s.parameters(.token), s.atEnd else { return false }
+            var tag: SIPText?
+            guard s.parameters(.token, noting: "tag", into: &tag), s.atEnd else { return false }
             result.rawDisplayName = nil
             result.displayName = nil
             result.parameters = SIPParameters(SIPText(baseAddress: s.p + end, count: s.count - end))
+            result.notedTag = .known(tag)
             return true
         }
     }
-    // name-addr: the URI ends at the first '>'.
+    // name-addr: the URI ends at the first '>' (searched eight bytes at a time).
     let uriStart = s.i
-    while !s.atEnd, s.current != ASCII.greaterThan { s.i += 1 }
+    s.i = firstOf(ASCII.greaterThan, ASCII.greaterThan, in: s.p, from: s.i, to: s.count)
     guard !s.atEnd, s.i - uriStart >= 6,
           readPlainSIPURI(SIPText(baseAddress: s.p + uriStart, count: s.i - uriStart), into: &result.uri, arena: &arena)
     else { return false }
     s.i += 1
     let parametersStart = s.i
-    guard s.parameters(.token), s.atEnd else { return false }
+    var tag: SIPText?
+    guard s.parameters(.token, noting: "tag", into: &tag), s.atEnd else { return false }
     result.parameters = SIPParameters(SIPText(baseAddress: s.p + parametersStart, count: s.count - parametersStart))
+    result.notedTag = .known(tag)
     return true
 }
 
@@ -406,7 +427,9 @@ func readPlainVia(_ value: SIPText, into via: inout SIPVia) -> Bool {
         via.port = nil
     }
     start = s.i
-    guard s.parameters(.token), s.atEnd else { return false }
+    var branch: SIPText?
+    guard s.parameters(.token, noting: "branch", into: &branch), s.atEnd else { return false }
     via.parameters = SIPParameters(piece(start, s.count))
+    via.notedBranch = .known(branch)
     return true
 }

@@ -302,12 +302,16 @@ public final class SIPParser {
                         var nameEnd = colon
                         while nameEnd > 0, isWSP(bytes[pos + nameEnd - 1]) { nameEnd -= 1 }
                         let name = line.slice(0, nameEnd)
-                        if name.isToken {
+                        // In a line without a stray CR, a name `HeaderKind(token:)` knows is a
+                        // token (its letters match only letters, its '-' only '-' or CR): the
+                        // byte-by-byte token check is left to the other names.
+                        let known = entry.flags == 0 && nameEnd > 0 ? HeaderKind(token: name) : .other
+                        if known != .other || name.isToken {
                             headerStart = pos
                             valueStart = pos + colon + 1
                             valueEnd = contentEnd
                             headerFolded = false
-                            kind = HeaderKind(token: name)
+                            kind = entry.flags == 0 ? known : HeaderKind(token: name)
                         } else {
                             error = error ?? .badHeaderLine
                         }

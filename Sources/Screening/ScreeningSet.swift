@@ -340,26 +340,38 @@ public final class ScreeningSet: Sendable {
     }
 
     /// Reads a label without copying it. The bytes are valid only inside `body`.
+    ///
+    /// Inlined into the caller, where `R` is known, like `DirectoryFile.withIntactLabel`:
+    /// a generic call from another module instantiates `Optional<R>`'s metadata each time.
+    @inlinable
     public func withLabel<R>(_ reference: LabelReference, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        var result: R?
+        try withLabelBytes(reference) { result = try body($0) }
+        return result!
+    }
+
+    /// `withLabel`'s work, not generic: calls `body` exactly once.
+    @usableFromInline
+    func withLabelBytes(_ reference: LabelReference, _ body: (UnsafeRawBufferPointer) throws -> Void) rethrows {
         switch reference {
         case .directory(let index, let label):
-            return try directories[index].file.withLabel(label, body)
+            try directories[index].file.withLabel(label, body)
         case .contact(let list, let name):
-            return try contacts[list].withName(name, body)
+            try contacts[list].withName(name, body)
         case .journal(let index, let label):
-            return try directories[index].overlay.labelBytes(label, body)
+            try directories[index].overlay.labelBytes(label, body)
         case .replicated(let index, let key):
-            return try directories[index].replicatedLabel(key, body)
+            try directories[index].replicatedLabel(key, body)
         case .calleeContact(let list, let name):
-            return try calleeContacts.lists[list].withName(name, body)
+            try calleeContacts.lists[list].withName(name, body)
         case .calleeBlock(let list, let label):
-            return try calleeBlocks.lists[list].withLabel(label, body)
+            try calleeBlocks.lists[list].withLabel(label, body)
         case .policy(let rule):
             if case .label(let text)? = policies.setting(rule)?.action { return try text.withUnsafeBytes(body) }
-            return try body(UnsafeRawBufferPointer(start: nil, count: 0))
+            try body(UnsafeRawBufferPointer(start: nil, count: 0))
         case .attribution(let number):
             guard let attribution else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
-            return try attribution.withDescription(number, body)
+            try attribution.withDescription(number, body)
         }
     }
 
@@ -367,9 +379,17 @@ public final class ScreeningSet: Sendable {
     /// file served from disk that lost a page since the lookup verified it
     /// (`DirectoryFile.withIntactLabel`): the decision that named it must be
     /// made again, which no longer reads that file.
+    @inlinable
     public func withIntactLabel<R>(_ reference: LabelReference, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
-        if case .directory(let index, let label) = reference { return try directories[index].file.withIntactLabel(label, body) }
-        return try withLabel(reference, body)
+        var result: R?
+        try withIntactLabelBytes(reference) { result = try body($0) }
+        return result
+    }
+
+    @usableFromInline
+    func withIntactLabelBytes(_ reference: LabelReference, _ body: (UnsafeRawBufferPointer) throws -> Void) rethrows {
+        if case .directory(let index, let label) = reference { _ = try directories[index].file.withIntactLabel(label, body); return }
+        try withLabelBytes(reference, body)
     }
 
     public func label(_ reference: LabelReference) -> String {

@@ -41,8 +41,17 @@ final class CompileShortWayTests: XCTestCase {
                     var utf8 = text
                     let (general, short, pattern) = utf8.withUTF8 { raw -> (NormalizedNumber, PhoneNumber?, Result<NumberPattern, InvalidNumber>) in
                         let bytes = UnsafeRawBufferPointer(raw)
-                        return (normalizer.read(bytes, phoneContext: nil), reader.read(bytes), normalizer.pattern(bytes: bytes))
+                        return (normalizer.readGenerally(bytes, phoneContext: nil), reader.read(bytes), normalizer.pattern(bytes: bytes))
                     }
+                    // The callers' reading takes the short way first, with or without a phone-context.
+                    let withContext = utf8.withUTF8 { raw in
+                        "+1".utf8.withContiguousStorageIfAvailable { context in
+                            (normalizer.read(UnsafeRawBufferPointer(raw), phoneContext: UnsafeRawBufferPointer(context)),
+                             normalizer.readGenerally(UnsafeRawBufferPointer(raw), phoneContext: UnsafeRawBufferPointer(context)))
+                        }!
+                    }
+                    XCTAssertEqual(withContext.0, withContext.1, "\(region) \(text)")
+                    XCTAssertEqual(utf8.withUTF8 { normalizer.read(UnsafeRawBufferPointer($0), phoneContext: nil) }, general, "\(region) \(text)")
                     if case .number(let n) = general {
                         valid += 1
                         XCTAssertEqual(pattern, .success(.exact(n)), text)

@@ -496,4 +496,46 @@ final class ParsingTests: XCTestCase {
             }
         }
     }
+
+    /// A header name the scanner knows is taken without the byte-by-byte token check; any
+    /// other byte in its place must still give what the check gave: a name that is not a
+    /// token is a bad header line, a token that is another name leaves the header missing.
+    func testKnownHeaderNamesWithAnyByteReplaced() {
+        let parser = SIPParser()
+        let lines: [(name: String, compact: String?, value: String, header: SIPHeaderName?)] = [
+            ("Via", "v", "SIP/2.0/UDP 192.0.2.1;branch=z9hG4bKx", .via), ("From", "f", "<sip:b@example.com>;tag=1", .from),
+            ("To", "t", "<sip:a@example.com>", .to), ("Call-ID", "i", "x1", .callID), ("CSeq", nil, "1 INVITE", .cseq),
+            ("Max-Forwards", nil, "70", nil), ("Content-Length", "l", "0", nil),
+        ]
+        for (index, line) in lines.enumerated() {
+            for name in [line.name] + (line.compact.map { [$0] } ?? []) {
+                for place in 0..<name.utf8.count {
+                    // Not the bytes that end the line or the name, or fold or trim it (LF, CR, ':', SP, HTAB).
+                    for b in UInt8(1)...UInt8(255) where ![0x0A, 0x0D, 0x3A, 0x20, 0x09].contains(b) {
+                        var mutated = Array(name.utf8)
+                        mutated[place] = b
+                        var bytes = Array("INVITE sip:a@example.com SIP/2.0\r\n".utf8)
+                        for (other, l) in lines.enumerated() {
+                            bytes += other == index ? mutated : Array(l.name.utf8)
+                            bytes += Array(": \(l.value)\r\n".utf8)
+                        }
+                        bytes += Array("\r\n".utf8)
+                        let outcome = parser.parse(bytes)
+                        let token = mutated.allSatisfy { isTokenByte($0) }
+                        let same = String(decoding: mutated, as: UTF8.self).lowercased() == name.lowercased()
+                        let what = "\(name) with \(b) at \(place)"
+                        if !token {
+                            guard case .malformed(.badHeaderLine, _) = outcome else { XCTFail("\(what): \(outcome)"); continue }
+                        } else if same {
+                            XCTAssertEqual(outcome, .request, what)
+                        } else if let header = line.header {
+                            XCTAssertEqual(outcome, .malformed(.missingHeader(header), canRespond: false), what)
+                        } else if case .malformed(.badHeaderLine, _) = outcome {
+                            XCTFail("\(what): \(outcome)")
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -22,7 +22,8 @@ final class PlainSyntaxTests: XCTestCase {
     static let displays = ["", "\"Mobile\" ", "\"Mobile\"", "\"A B\"  ", "\"\" ", "\"Caf\u{e9}\" ", "Bob ", "Bob Smith ",
                            "sipp ", "\"x\\\"y\" ", "\"unterminated ", "B<b ", "\"a;b\" ", "a\"b\" "]
     static let headerParams = ["", ";tag=1", ";tag=as5f3b2c1e", ";tag=1234-5678;x", ";tag=", ";=x", ";tag=\"q\"",
-                               ";a=b;c=d", ";tag=a b", ";", ";;", ";tag=a,b", ";expires=60"]
+                               ";a=b;c=d", ";tag=a b", ";", ";;", ";tag=a,b", ";expires=60",
+                               ";TaG=Up", ";x=1;tag=a;tag=b", ";tags=1", ";ta=1;tag"]
     static let telBodies = ["+8613800138000", "1", "12", "+1-212-555-0100;phone-context=x", "12;", "+49(0)30", "a=b", ""]
 
     /// `sipOnly`: a sip:/sips: URI without `?headers` (more of them plain, for the one-walk tests).
@@ -49,7 +50,8 @@ final class PlainSyntaxTests: XCTestCase {
         let sep = r.pick([" ", " ", " ", "  ", "\t", ""])
         let params = r.pick(["", ";branch=z9hG4bK776asdhds", ";branch=z9hG4bK1;rport", ";rport", ";rport=5060;received=1.2.3.4",
                              ";branch=", ";=x", ";received=::1", ";branch=a;;", ";maddr=[::1]", ";ttl=1", " ;branch=x", ";branch=\"x\"",
-                             " (comment)", ";branch=x (c)"])
+                             " (comment)", ";branch=x (c)", ";BRANCH=z9hG4bKUp", ";branch=a;branch=b",
+                             ";rport;branch", ";branches=1;branch=2"])
         return proto + sep + r.pick(Self.hosts) + r.pick(Self.ports) + params
     }
 
@@ -227,6 +229,7 @@ final class PlainSyntaxTests: XCTestCase {
                                   same: { a, b, v in
                                       samePiece(a.displayName, b.displayName, in: v) && samePiece(a.rawDisplayName, b.rawDisplayName, in: v)
                                           && sameURI(a.uri, b.uri, in: v) && sameParameters(a.parameters, b.parameters, in: v)
+                                          && Self.isNoted(a.notedTag) && samePiece(a.tag, b.tag, in: v)
                                   })
         XCTAssertGreaterThan(hits, 3_000)
     } }
@@ -244,6 +247,7 @@ final class PlainSyntaxTests: XCTestCase {
                                       samePiece(a.protocolName, b.protocolName, in: v) && samePiece(a.protocolVersion, b.protocolVersion, in: v)
                                           && samePiece(a.transport, b.transport, in: v) && samePiece(a.host, b.host, in: v)
                                           && a.port == b.port && sameParameters(a.parameters, b.parameters, in: v)
+                                          && Self.isNoted(a.notedBranch) && samePiece(a.branch, b.branch, in: v)
                                   })
         XCTAssertGreaterThan(hits, 3_000)
     } }
@@ -283,6 +287,12 @@ final class PlainSyntaxTests: XCTestCase {
             XCTAssertTrue(via.port == 9 && via.branch != nil)
             body(address, via)
         }
+    }
+
+    /// The one walk noted the parameter, so `tag` and `branch` did not search the parameters.
+    static func isNoted(_ noted: NotedParameter) -> Bool {
+        if case .known = noted { return true }
+        return false
     }
 
     /// The shapes the one walk leaves to the two steps on purpose.
