@@ -214,8 +214,19 @@ public final class FeedUpdater {
         }
         // The installed file's key order is kept, as compaction keeps it: a fleet that
         // compiled it with --file-format 2 for older readers must not lose that at an update.
-        let fileFormat = (try? DirectoryFile(path: target)).map { DirectoryFormat.rewriteVersion(keeping: $0.header.formatVersion) }
-            ?? DirectoryFormat.version
+        // A target that cannot be read (damaged, or from a newer lookupd) gives no order to keep:
+        // it is rebuilt in today's format, and said so, since older readers refuse that.
+        let fileFormat: UInt32
+        if !FileOperations.exists(target) {
+            fileFormat = DirectoryFormat.version
+        } else {
+            do throws(DirectoryError) {
+                fileFormat = DirectoryFormat.rewriteVersion(keeping: try DirectoryFile(path: target).header.formatVersion)
+            } catch {
+                fileFormat = DirectoryFormat.version
+                log(.warning, "\(error); rebuilt in directory format \(fileFormat), since the installed file gives no format to keep (a lookupd that reads only format 2 refuses it)")
+            }
+        }
         let installed = try DirectoryInstaller.install(at: target) { (staged) throws(FeedError) in
             let written = try compiler.build(sources, version: version, fileFormat: fileFormat, to: staged)
             if let warning = written.backslashWarning { log(.warning, "\(target): \(warning)") }

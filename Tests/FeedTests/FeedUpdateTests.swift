@@ -136,6 +136,26 @@ final class FeedUpdateTests: FeedTestCase {
         XCTAssertEqual(try entries(target).count, 5)
     }
 
+    /// A target that cannot be read has no key order to keep: it is rebuilt in today's format
+    /// from the feed, and the operator is told, since an older reader refuses that format.
+    func testAnUnreadableInstalledFileIsRebuiltInTodaysFormatAndSaidSo() throws {
+        server.publish("spam.csv", Self.listV1)
+        let target = path("spam.lkd")
+        let config = try config(["spamco \(server.url("f/spam.csv")) into=\(target)"])
+        XCTAssertTrue(try update(config).succeeded, "\(errors)")
+        XCTAssertFalse(logs.contains { $0.1.contains("gives no format to keep") }, "a readable file is no reason to warn: \(logs)")
+
+        try Data("number,action\n+8613800000001,block\n".utf8).write(to: URL(fileURLWithPath: target))
+        server.publish("spam.csv", Self.listV2)
+        XCTAssertTrue(try update(config).succeeded, "\(errors)")
+        XCTAssertEqual(try header(target).formatVersion, DirectoryFormat.version)
+        XCTAssertEqual(try entries(target).count, 4)
+        let warning = logs.first { $0.0 == .warning && $0.1.contains("gives no format to keep") }
+        XCTAssertNotNil(warning, "\(logs)")
+        XCTAssertTrue(warning?.1.contains(target) ?? false, "\(logs)")
+        XCTAssertTrue(warning?.1.contains("format \(DirectoryFormat.version)") ?? false, "\(logs)")
+    }
+
     func testRedirectIsFollowed() throws {
         server.publish("spam.csv", Self.listV1)
         let config = try config(["spamco \(server.url("redirect/spam.csv")) format=csv into=\(path("spam.lkd"))"])
