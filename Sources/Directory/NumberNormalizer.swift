@@ -216,7 +216,13 @@ public struct NumberNormalizer: Sendable {
     func read(_ bytes: UnsafeRawBufferPointer, phoneContext: UnsafeRawBufferPointer?) -> NormalizedNumber {
         // Most callers are home numbers in E.164 form: the short way gives what the general
         // reading gives (a '+' first, so no phone-context applies) for a tenth of the work.
-        if let number = canonical?.read(bytes) { return .number(number) }
+        // A number the plan refuses (a spoofed caller, often) is judged there too: what
+        // `classify` makes of the judgement is the same for it as for the general reading.
+        if let canonical, let read = canonical.readJudged(bytes) {
+            if read.answer.isValid { return .number(read.number) }
+            return judged(read.number, countryCode: home.countryCode, code: canonical.tables, mainIndex: home.index,
+                          answer: read.answer, nsnCount: read.nsnCount)
+        }
         return readGenerally(bytes, phoneContext: phoneContext)
     }
 
@@ -398,18 +404,23 @@ public struct NumberNormalizer: Sendable {
         guard let code = data.callingCode(countryCode), let mainIndex = data.mainIndex(countryCode) else {
             return .invalid(.unknownCountryCode(String(countryCode)))
         }
-        let answer = code.judge(nsn)
+        return judged(number, countryCode: countryCode, code: code, mainIndex: mainIndex, answer: code.judge(nsn), nsnCount: nsn.count)
+    }
+
+    /// `classify` once the calling code's automaton has judged the national number.
+    private func judged(_ number: PhoneNumber, countryCode: Int, code: CallingCodeTables, mainIndex: Int,
+                        answer: ValidityAnswer, nsnCount: Int) -> NormalizedNumber {
         let overridden = countryCode == home.countryCode && plan.nationalNumberLength != nil
         let lengthTerritory = overridden ? home : data.facts(mainIndex)
-        let check = testLength(nsn.count, lengthTerritory)
+        let check = testLength(nsnCount, lengthTerritory)
         if answer.isValid, !overridden || check == .possible { return .number(number) }
         let named = answer.region != ValidityAnswer.none ? code.territory(Int(answer.region)) : mainIndex
         switch check {
         case .possible: return .notInPlan(number, .notInPlan(region(named)))
-        case .localOnly: return .invalid(.localOnly(digits: nsn.count, region(lengthTerritory.index)))
-        case .tooShort: return .invalid(.tooShort(digits: nsn.count, region(lengthTerritory.index)))
-        case .tooLong: return .invalid(.tooLong(digits: nsn.count, region(lengthTerritory.index)))
-        case .invalidLength: return .invalid(.invalidLength(digits: nsn.count, region(lengthTerritory.index)))
+        case .localOnly: return .invalid(.localOnly(digits: nsnCount, region(lengthTerritory.index)))
+        case .tooShort: return .invalid(.tooShort(digits: nsnCount, region(lengthTerritory.index)))
+        case .tooLong: return .invalid(.tooLong(digits: nsnCount, region(lengthTerritory.index)))
+        case .invalidLength: return .invalid(.invalidLength(digits: nsnCount, region(lengthTerritory.index)))
         }
     }
 
@@ -723,9 +734,18 @@ struct CanonicalHomeReader: Sendable {
     /// `parse` reads it; nil for anything else (read the long way, with its reasons).
     @inline(__always)
     func read(_ bytes: UnsafeRawBufferPointer) -> PhoneNumber? {
+        guard let read = readJudged(bytes), read.answer.isValid else { return nil }
+        return read.number
+    }
+
+    /// As `read`, also for a number of the home calling code that the plan refuses: its
+    /// number, the automaton's judgement and the national number's length; nil for what
+    /// `parse` reads in other steps (no `+`, another code, a possible trunk prefix).
+    @inline(__always)
+    func readJudged(_ bytes: UnsafeRawBufferPointer) -> (number: PhoneNumber, answer: ValidityAnswer, nsnCount: Int)? {
         let n = bytes.count - 1
         guard n >= countryCodeDigits + 2, n <= PhoneNumber.maxDigits, bytes[0] == UInt8(ascii: "+") else { return nil }
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: PhoneNumber.maxDigits) { digits -> PhoneNumber? in
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: PhoneNumber.maxDigits) { digits -> (PhoneNumber, ValidityAnswer, Int)? in
             var value: UInt64 = 0
             var code: UInt64 = 0
             for i in 0..<n {
@@ -738,7 +758,7 @@ struct CanonicalHomeReader: Sendable {
             guard code == countryCode else { return nil }
             let nsn = UnsafeBufferPointer(rebasing: digits[countryCodeDigits..<n])
             if let nationalPrefix, nationalPrefix.mayMatch(nsn) { return nil }
-            return tables.judge(nsn).isValid ? PhoneNumber(unchecked: value) : nil
+            return (PhoneNumber(unchecked: value), tables.judge(nsn), nsn.count)
         }
     }
 }
