@@ -11,38 +11,47 @@ import TextRules
 ///
 /// Threading: one per worker (its scratch buffer is reused call after call).
 public struct DecisionLine {
-    private(set) var bytes: [UInt8] = []
+    /// Written in place: `[UInt8].append(contentsOf:)` cost some 80 instructions and a call
+    /// to memcpy per piece, and a logged line has about 26 pieces.
+    private var out = LineBuffer()
+    /// JSON values are escaped by `JSONWriter` into this, then copied into `out`.
+    private var json: [UInt8] = []
     private var format: LogFormat = .text
     private var fields = 0
     private var clock = WallClockText()
 
-    init() { bytes.reserveCapacity(512) }
+    init() {}
+
+    /// The line so far, valid until the next `begin`.
+    var bytes: UnsafeRawBufferPointer { out.bytes }
 
     mutating func begin(_ format: LogFormat, at now: WallTime) {
         self.format = format
-        bytes.removeAll(keepingCapacity: true)
+        out.removeAll()
         fields = 0
         if format == .json {
             append("{\"event\":\"call\"")
         } else {
             append("call")
         }
-        clock.append(now, to: &bytes, json: format == .json)
+        clock.append(now, to: out, json: format == .json)
     }
 
     mutating func field(_ key: StaticString, _ value: UnsafeRawBufferPointer) {
-        let name = UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount)
         if format == .json {
-            bytes.append(contentsOf: [0x2C, 0x22])
-            bytes.append(contentsOf: name)
-            bytes.append(contentsOf: [0x22, 0x3A, 0x22])
-            DecisionLine.appendJSONEscaped(value, to: &bytes)
-            bytes.append(0x22)
+            out.append(",\"")
+            out.append(key)
+            out.append("\":\"")
+            json.removeAll(keepingCapacity: true)
+            DecisionLine.appendJSONEscaped(value, to: &json)
+            json.withUnsafeBytes { out.append($0) }
+            out.append(0x22)
         } else {
-            bytes.append(0x20)
-            bytes.append(contentsOf: name)
-            bytes.append(UInt8(ascii: "="))
-            DecisionLine.appendTextValue(value, to: &bytes)
+            out.append(0x20)
+            out.append(key)
+            out.append(UInt8(ascii: "="))
+            var sink = out
+            DecisionLine.appendTextValue(value, into: &sink)
         }
     }
 
@@ -54,38 +63,33 @@ public struct DecisionLine {
     /// A number field: unquoted in JSON.
     mutating func number(_ key: StaticString, _ value: Int) {
         if format == .json {
-            let name = UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount)
-            bytes.append(contentsOf: [0x2C, 0x22])
-            bytes.append(contentsOf: name)
-            bytes.append(contentsOf: [0x22, 0x3A])
+            out.append(",\"")
+            out.append(key)
+            out.append("\":")
             appendDecimal(value)
         } else {
             // Digits and a minus sign are plain text: no quoting to decide.
-            bytes.append(0x20)
-            bytes.append(contentsOf: UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
-            bytes.append(UInt8(ascii: "="))
+            out.append(0x20)
+            out.append(key)
+            out.append(UInt8(ascii: "="))
             appendDecimal(value)
         }
     }
 
     /// A field whose value is plain printable ASCII by construction (digits, `+`, `*`, hex, an
     /// address): written in place, quoted in JSON, as `field` would write it, with no String.
-    private mutating func plainField(_ key: StaticString, _ write: (inout [UInt8]) -> Void) {
-        let name = UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount)
+    private func plainField(_ key: StaticString, _ write: (LineBuffer) -> Void) {
         if format == .json {
-            bytes.append(0x2C)
-            bytes.append(0x22)
-            bytes.append(contentsOf: name)
-            bytes.append(0x22)
-            bytes.append(0x3A)
-            bytes.append(0x22)
-            write(&bytes)
-            bytes.append(0x22)
+            out.append(",\"")
+            out.append(key)
+            out.append("\":\"")
+            write(out)
+            out.append(0x22)
         } else {
-            bytes.append(0x20)
-            bytes.append(contentsOf: name)
-            bytes.append(UInt8(ascii: "="))
-            write(&bytes)
+            out.append(0x20)
+            out.append(key)
+            out.append(UInt8(ascii: "="))
+            write(out)
         }
     }
 
@@ -93,7 +97,7 @@ public struct DecisionLine {
     mutating func e164(_ key: StaticString, _ digits: UInt64, prefix: Bool = false) {
         plainField(key) { bytes in
             bytes.append(UInt8(ascii: "+"))
-            DecisionLine.appendDigits(digits, to: &bytes)
+            DecisionLine.appendDigits(digits, to: bytes)
             if prefix { bytes.append(UInt8(ascii: "*")) }
         }
     }
@@ -110,8 +114,14 @@ public struct DecisionLine {
     mutating func hex(_ key: StaticString, _ high: UInt64, _ low: UInt64) {
         plainField(key) { bytes in
             let table = DecisionLine.hexDigits.utf8Start
-            for i in 0..<16 { bytes.append(table[Int((high >> UInt64(60 - 4 * i)) & 0xF)]) }
-            for i in 0..<16 { bytes.append(table[Int((low >> UInt64(60 - 4 * i)) & 0xF)]) }
+            var digits: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+            withUnsafeMutableBytes(of: &digits) { d in
+                for i in 0..<16 {
+                    d[i] = table[Int((high >> UInt64(60 - 4 * i)) & 0xF)]
+                    d[16 + i] = table[Int((low >> UInt64(60 - 4 * i)) & 0xF)]
+                }
+                bytes.append(UnsafeRawBufferPointer(d))
+            }
         }
     }
 
@@ -128,11 +138,11 @@ public struct DecisionLine {
             ip.withUTF8 { text in
                 let v6 = text.contains(UInt8(ascii: ":"))
                 if v6 { bytes.append(UInt8(ascii: "[")) }
-                bytes.append(contentsOf: text)
+                bytes.append(UnsafeRawBufferPointer(text))
                 if v6 { bytes.append(UInt8(ascii: "]")) }
             }
             bytes.append(UInt8(ascii: ":"))
-            DecisionLine.appendDigits(UInt64(port), to: &bytes)
+            DecisionLine.appendDigits(UInt64(port), to: bytes)
         }
     }
 
@@ -143,7 +153,7 @@ public struct DecisionLine {
 
     private static let hexDigits: StaticString = "0123456789abcdef"
 
-    private static func appendDigits(_ value: UInt64, to bytes: inout [UInt8]) {
+    private static func appendDigits(_ value: UInt64, to bytes: LineBuffer) {
         var magnitude = value
         var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: UInt64.max has 20 digits
         var count = 0
@@ -153,22 +163,20 @@ public struct DecisionLine {
                 magnitude /= 10
                 count += 1
             } while magnitude != 0
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(24 - count)...]))
+            bytes.append(UnsafeRawBufferPointer(rebasing: buffer[(24 - count)...]))
         }
     }
 
     // Every logged call writes these; Array(String.utf8) and String(Int) allocated each time.
-    private mutating func append(_ text: StaticString) {
-        bytes.append(contentsOf: UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
-    }
+    private func append(_ text: StaticString) { out.append(text) }
 
-    private mutating func appendDecimal(_ value: Int) {
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        DecisionLine.appendDigits(UInt64(value.magnitude), to: &bytes)
+    private func appendDecimal(_ value: Int) {
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        DecisionLine.appendDigits(UInt64(value.magnitude), to: out)
     }
 
     mutating func end() {
-        if format == .json { bytes.append(UInt8(ascii: "}")) }
+        if format == .json { out.append(UInt8(ascii: "}")) }
     }
 
     /// A text-format value: as it is when it is plain, else quoted with `"` and `\` escaped,
@@ -177,24 +185,33 @@ public struct DecisionLine {
     /// bidirectional controls and marks) as `\u{XXXX}`. Untrusted text cannot end the line,
     /// forge a field or turn what follows it around.
     public static func appendTextValue(_ value: UnsafeRawBufferPointer, to bytes: inout [UInt8]) {
-        if isPlain(value) { bytes.append(contentsOf: value); return }
+        appendTextValue(value, into: &bytes)
+    }
+
+    /// `appendTextValue` into any sink: one escaping for the decision line's `LineBuffer` and
+    /// `LogLines`' arrays.
+    static func appendTextValue<Sink: ByteSink>(_ value: UnsafeRawBufferPointer, into bytes: inout Sink) {
+        if isPlain(value) { bytes.append(value); return }
         bytes.append(0x22)
         var i = 0
         while i < value.count {
             let c = value[i]
             switch c {
             case 0x22, 0x5C: bytes.append(0x5C); bytes.append(c)
-            case 0..<0x20, 0x7F: appendHex(c, prefix: [0x5C, UInt8(ascii: "x")], to: &bytes)
+            case 0..<0x20, 0x7F: appendHex(c, to: &bytes)
             case 0x80...:
                 let n = UTF8Rules.sequenceLength(value, at: i)
-                if n == 0 { appendHex(c, prefix: [0x5C, UInt8(ascii: "x")], to: &bytes); break }
+                if n == 0 { appendHex(c, to: &bytes); break }
                 let scalar = UTF8Rules.scalar(value, at: i, length: n)
                 if isUnsafe(scalar) {
-                    bytes.append(contentsOf: Array("\\u{".utf8))
-                    bytes.append(contentsOf: Array(String(scalar, radix: 16, uppercase: true).utf8))
+                    bytes.append(0x5C)
+                    bytes.append(UInt8(ascii: "u"))
+                    bytes.append(UInt8(ascii: "{"))
+                    var digits = String(scalar, radix: 16, uppercase: true)
+                    digits.withUTF8 { bytes.append(UnsafeRawBufferPointer($0)) }
                     bytes.append(UInt8(ascii: "}"))
                 } else {
-                    bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: value[i..<(i + n)]))
+                    bytes.append(UnsafeRawBufferPointer(rebasing: value[i..<(i + n)]))
                 }
                 i += n
                 continue
@@ -245,9 +262,11 @@ public struct DecisionLine {
         JSONWriter.appendEscaped(value, to: &bytes, escapingMarkup: false)
     }
 
-    private static func appendHex(_ c: UInt8, prefix: [UInt8], to bytes: inout [UInt8]) {
+    /// `\xNN`.
+    private static func appendHex<Sink: ByteSink>(_ c: UInt8, to bytes: inout Sink) {
         let hex: StaticString = "0123456789abcdef"
-        bytes.append(contentsOf: prefix)
+        bytes.append(0x5C)
+        bytes.append(UInt8(ascii: "x"))
         bytes.append(hex.utf8Start[Int(c >> 4)])
         bytes.append(hex.utf8Start[Int(c & 15)])
     }
@@ -261,7 +280,7 @@ struct WallClockText {
     private var second: Int64 = -1
     private var text: [UInt8] = []
 
-    mutating func append(_ now: WallTime, to bytes: inout [UInt8], json: Bool) {
+    mutating func append(_ now: WallTime, to bytes: LineBuffer, json: Bool) {
         if now.seconds != second {
             second = now.seconds
             text = Array(UTCTime(seconds: now.seconds).text.utf8)
@@ -269,13 +288,91 @@ struct WallClockText {
         let ms = Int(now.nanoseconds / 1_000_000)
         // A StaticString's bytes: Array(String.utf8) allocated an array per line.
         let key: StaticString = json ? ",\"time\":\"" : " time="
-        bytes.append(contentsOf: UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
-        bytes.append(contentsOf: text)
+        bytes.append(key)
+        text.withUnsafeBytes { bytes.append($0) }
         bytes.append(UInt8(ascii: "."))
         bytes.append(UInt8(ascii: "0") + UInt8(ms / 100))
         bytes.append(UInt8(ascii: "0") + UInt8(ms / 10 % 10))
         bytes.append(UInt8(ascii: "0") + UInt8(ms % 10))
         bytes.append(UInt8(ascii: "Z"))
         if json { bytes.append(0x22) }
+    }
+}
+
+/// Where the escaping writes: a `LineBuffer` or an array.
+protocol ByteSink {
+    mutating func append(_ byte: UInt8)
+    mutating func append(_ bytes: UnsafeRawBufferPointer)
+}
+
+extension Array: ByteSink where Element == UInt8 {
+    @inline(__always)
+    mutating func append(_ bytes: UnsafeRawBufferPointer) { append(contentsOf: bytes) }
+}
+
+/// A growable byte buffer written in place, with short pieces copied by word moves as
+/// `ByteWriter` does (no call to memcpy).
+///
+/// Threading: belongs to its `DecisionLine`, so to one thread. Copies of a `DecisionLine`
+/// share it, as copies of an `Answerer` share its parser.
+final class LineBuffer: ByteSink {
+    // One thread uses a buffer and no access overlaps another: no run-time exclusivity
+    // checks (a `swift_beginAccess` pair per touch of a class property otherwise).
+    @exclusivity(unchecked) private var base: UnsafeMutableRawPointer
+    @exclusivity(unchecked) private var capacity: Int
+    @exclusivity(unchecked) private(set) var count = 0
+
+    init(capacity: Int = 1024) {
+        self.capacity = capacity
+        base = .allocate(byteCount: capacity, alignment: 8)
+    }
+
+    deinit { base.deallocate() }
+
+    /// Valid until the next append or `removeAll`.
+    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+
+    func removeAll() { count = 0 }
+
+    @inline(__always)
+    func append(_ byte: UInt8) {
+        if count == capacity { grow(1) }
+        base.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
+        count += 1
+    }
+
+    @inline(__always)
+    func append(_ text: StaticString) {
+        append(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    @inline(__always)
+    func append(_ bytes: UnsafeRawBufferPointer) {
+        let n = bytes.count
+        guard n > 0, let p = bytes.baseAddress else { return }
+        if capacity - count < n { grow(n) }
+        let d = base + count
+        if n >= 8 && n <= 16 {
+            d.storeBytes(of: p.loadUnaligned(as: UInt64.self), as: UInt64.self)
+            d.storeBytes(of: p.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self), toByteOffset: n - 8, as: UInt64.self)
+        } else if n >= 4 && n < 8 {
+            d.storeBytes(of: p.loadUnaligned(as: UInt32.self), as: UInt32.self)
+            d.storeBytes(of: p.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self), toByteOffset: n - 4, as: UInt32.self)
+        } else if n < 4 {
+            for i in 0..<n { d.storeBytes(of: p.load(fromByteOffset: i, as: UInt8.self), toByteOffset: i, as: UInt8.self) }
+        } else {
+            d.copyMemory(from: p, byteCount: n)
+        }
+        count += n
+    }
+
+    @inline(never)
+    private func grow(_ needed: Int) {
+        let newCapacity = max(2 * capacity, count + needed)
+        let newBase = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 8)
+        newBase.copyMemory(from: base, byteCount: count)
+        base.deallocate()
+        base = newBase
+        capacity = newCapacity
     }
 }

@@ -42,7 +42,7 @@ public struct LogLines {
     /// One decision-log line: to standard error when `level` is enabled, and to the log file
     /// (when one is configured) whatever the level. `recent`: a blocked or identified call,
     /// which the status page lists.
-    public mutating func decision(_ l: LogLevel, _ line: [UInt8], recent: Bool = false) {
+    public mutating func decision(_ l: LogLevel, _ line: UnsafeRawBufferPointer, recent: Bool = false) {
         if enabled(l) {
             begin(l)
             bytes.append(contentsOf: line)
@@ -90,5 +90,5 @@ public struct LogLines {
     public mutating func end() { bytes.append(0x0A) }
 
     /// Bytes already escaped by their builder (a `DecisionLine`).
-    public mutating func appendRaw(_ raw: [UInt8]) { bytes.append(contentsOf: raw) }
+    public mutating func appendRaw(_ raw: UnsafeRawBufferPointer) { bytes.append(contentsOf: raw) }
 }

@@ -143,6 +143,16 @@ enum NotedParameter {
     case known(SIPText?)
 }
 
+/// What `writeVia` needs to know of a Via's parameters to copy them as written, noted by the
+/// one walk over plain parameter text (no white space, no quotes, no empty item).
+enum NotedRport {
+    /// Not noted (or not simple): `writeVia` goes through the parameters one by one.
+    case unknown
+    /// No `received` and at most one `rport`: its item (from its `;` to the end of its value)
+    /// as offsets into the parameter text, nil when there is none.
+    case known(Range<Int>?)
+}
+
 /// The top Via header field value, as read by lookupd.
 ///
 /// Threading and lifetime: as `SIPText`.
@@ -154,8 +164,10 @@ public struct SIPVia {
     /// The sent-by host; an IPv6 address without brackets.
     public var host: SIPText = .empty
     public var port: Int?
-    public var parameters = SIPParameters(.empty) { didSet { notedBranch = .unknown } }
+    public var parameters = SIPParameters(.empty) { didSet { notedBranch = .unknown; notedRport = .unknown } }
     var notedBranch = NotedParameter.unknown
+    /// Noted by the one walk (`readPlainVia`) for `writeVia`.
+    var notedRport = NotedRport.unknown
 
     public init() {}
 

@@ -427,9 +427,38 @@ func readPlainVia(_ value: SIPText, into via: inout SIPVia) -> Bool {
         via.port = nil
     }
     start = s.i
+    // `parameters(.token, noting: "branch")`, also noting the one `rport` item for `writeVia`:
+    // with no `received` and no second `rport` it copies the rest of the text as written.
     var branch: SIPText?
-    guard s.parameters(.token, noting: "branch", into: &branch), s.atEnd else { return false }
+    var foundBranch = false
+    var rport: Range<Int>?
+    var simple = true
+    while s.take(ASCII.semicolon) {
+        let itemStart = s.i - 1
+        let nameStart = s.i
+        guard s.skip(.token) > 0 else { return false }
+        let name = piece(nameStart, s.i)
+        var value = SIPText.empty
+        if s.take(ASCII.equals) {
+            let valueStart = s.i
+            guard s.skip(.token) > 0 else { return false }
+            value = piece(valueStart, s.i)
+        }
+        switch name.count {
+        case 5 where name.equalsLiteral("rport"):
+            if rport == nil { rport = (itemStart - start)..<(s.i - start) } else { simple = false }
+        case 6 where !foundBranch && name.equalsLiteral("branch"):
+            branch = value
+            foundBranch = true
+        case 8 where name.equalsLiteral("received"):
+            simple = false
+        default:
+            break
+        }
+    }
+    guard s.atEnd else { return false }
     via.parameters = SIPParameters(piece(start, s.count))
     via.notedBranch = .known(branch)
+    via.notedRport = simple ? .known(rport) : .unknown
     return true
 }

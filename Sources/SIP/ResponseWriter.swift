@@ -439,19 +439,34 @@ func writeVia(_ via: SIPVia, of value: SIPText, source: SIPSourceAddress, addRpo
     let headLength = params.count > 0 ? (params.baseAddress! - value.baseAddress!) : value.count
     w.append(value.slice(0, headLength).trimmingLWS())
     var rport = false
-    for p in via.parameters {
-        if p.name.equalsLiteral("received") { continue }
-        w.append(";")
-        w.append(p.name)
-        if p.name.equalsLiteral("rport") {
-            rport = true
+    if case .known(let item) = via.notedRport {
+        // Plain parameters without `received`: each would be written back as it is, so the
+        // text is copied around the one `rport` item.
+        if let item {
+            // `;rport` as written (its name's case kept, as the loop keeps it), then the port.
+            w.append(params.slice(0, item.lowerBound + 6))
             w.append("=")
             w.appendDecimal(Int(source.port))
-            continue
+            w.append(params.slice(item.upperBound, params.count))
+            rport = true
+        } else {
+            w.append(params)
         }
-        if let v = p.value {
-            w.append("=")
-            w.append(v)
+    } else {
+        for p in via.parameters {
+            if p.name.equalsLiteral("received") { continue }
+            w.append(";")
+            w.append(p.name)
+            if p.name.equalsLiteral("rport") {
+                rport = true
+                w.append("=")
+                w.appendDecimal(Int(source.port))
+                continue
+            }
+            if let v = p.value {
+                w.append("=")
+                w.append(v)
+            }
         }
     }
     if addRport && !rport {

@@ -28,6 +28,45 @@ final class DecisionLineTests: XCTestCase {
         }
     }
 
+    /// The line's buffer copies short pieces by word moves and grows past its first capacity:
+    /// pieces of every length up to 40, and some long ones, give the bytes array appends give.
+    func testLineBufferHoldsWhatAnArrayHolds() {
+        var x: UInt64 = 5
+        for capacity in [1, 16, 1024] {
+            let buffer = LineBuffer(capacity: capacity)
+            var expected: [UInt8] = []
+            for round in 0..<600 {
+                x = x &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                let length = round % 97 == 0 ? 1_500 + Int(x >> 54) : Int((x >> 33) % 41)
+                let piece = (0..<length).map { UInt8(truncatingIfNeeded: Int(x >> 40) &+ $0 &* 7) }
+                if round % 5 == 0, let first = piece.first {
+                    buffer.append(first)
+                    expected.append(first)
+                } else {
+                    piece.withUnsafeBytes { buffer.append($0) }
+                    expected.append(contentsOf: piece)
+                }
+                if round % 200 == 199 {
+                    XCTAssertEqual(Array(buffer.bytes), expected)
+                    buffer.removeAll()
+                    expected.removeAll()
+                }
+            }
+            XCTAssertEqual(Array(buffer.bytes), expected)
+        }
+        // Escaping into the buffer writes what it writes into an array.
+        let values = ["plain", "two words", "a\"b", "caf\u{e9}", "\u{202E}x", "x=y", "", "\u{1}\u{7F}"]
+        for value in values {
+            var array: [UInt8] = []
+            var sink = LineBuffer(capacity: 2)
+            Array(value.utf8).withUnsafeBytes {
+                DecisionLine.appendTextValue($0, to: &array)
+                DecisionLine.appendTextValue($0, into: &sink)
+            }
+            XCTAssertEqual(Array(sink.bytes), array, value)
+        }
+    }
+
     private func check(_ value: [UInt8], file: StaticString = #filePath, line: UInt = #line) {
         let plain = value.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C && $0 != 0x3D }
         var out: [UInt8] = []

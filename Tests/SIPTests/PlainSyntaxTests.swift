@@ -51,7 +51,8 @@ final class PlainSyntaxTests: XCTestCase {
         let params = r.pick(["", ";branch=z9hG4bK776asdhds", ";branch=z9hG4bK1;rport", ";rport", ";rport=5060;received=1.2.3.4",
                              ";branch=", ";=x", ";received=::1", ";branch=a;;", ";maddr=[::1]", ";ttl=1", " ;branch=x", ";branch=\"x\"",
                              " (comment)", ";branch=x (c)", ";BRANCH=z9hG4bKUp", ";branch=a;branch=b",
-                             ";rport;branch", ";branches=1;branch=2"])
+                             ";rport;branch", ";branches=1;branch=2", ";branch=z9hG4bK1;rport;x=y", ";RPORT=12;branch=q",
+                             ";rport;rport=1", ";x=1;Received=2;rport", ";rportx=1;rport", ";receive=1;rport=", ";branch=b;rport=5060"])
         return proto + sep + r.pick(Self.hosts) + r.pick(Self.ports) + params
     }
 
@@ -235,6 +236,7 @@ final class PlainSyntaxTests: XCTestCase {
     } }
 
     func testOneWalkViasReadAsTheTwoSteps() { withEarlier { _, earlierVia in
+        var rewritten = 0
         let hits = compareOneWalk("via", count: 200_000, seed: 13, generate: { via(&$0) },
                                   oneWalk: { text, _ in
                                       var via = earlierVia
@@ -248,9 +250,39 @@ final class PlainSyntaxTests: XCTestCase {
                                           && samePiece(a.transport, b.transport, in: v) && samePiece(a.host, b.host, in: v)
                                           && a.port == b.port && sameParameters(a.parameters, b.parameters, in: v)
                                           && Self.isNoted(a.notedBranch) && samePiece(a.branch, b.branch, in: v)
+                                          && sameWrittenVia(a, b, in: v, noted: &rewritten)
                                   })
         XCTAssertGreaterThan(hits, 3_000)
+        XCTAssertGreaterThan(rewritten, 1_000)
     } }
+
+    /// `writeVia` from the one walk's noted `rport` item writes what the loop over the
+    /// parameters writes for the two steps' Via (which has nothing noted), for a source that
+    /// is the sent-by host and one that is not, with and without `addRport`.
+    func sameWrittenVia(_ a: SIPVia, _ b: SIPVia, in v: UnsafeRawBufferPointer, noted: inout Int) -> Bool {
+        if case .known = a.notedRport { noted += 1 }
+        if case .known = b.notedRport { return false }
+        let value = SIPText(baseAddress: v.baseAddress, count: v.count)
+        var host = a.host.string
+        if host.isEmpty { host = "::1" }
+        for source in [SIPSourceAddress(ip: host, port: 5099), SIPSourceAddress(ip: "10.0.0.9", port: 7)] {
+            for addRport in [false, true] {
+                var one = [UInt8](repeating: 0, count: 4096), two = one
+                let n1 = one.withUnsafeMutableBytes { buffer in
+                    var w = ByteWriter(buffer)
+                    writeVia(a, of: value, source: source, addRport: addRport, into: &w)
+                    return w.count
+                }
+                let n2 = two.withUnsafeMutableBytes { buffer in
+                    var w = ByteWriter(buffer)
+                    writeVia(b, of: value, source: source, addRport: addRport, into: &w)
+                    return w.count
+                }
+                if one.prefix(n1) != two.prefix(n2) { return false }
+            }
+        }
+        return true
+    }
 
     /// A plain Request-URI is one the parser may copy into a Contact unchecked.
     func testOneWalkRequestURIsAreSafe() {
